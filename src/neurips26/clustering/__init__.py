@@ -1,0 +1,9 @@
+"""Clustering: mini-batch kernel k-means."""
+
+from .._lazy import attach
+
+_EXPORTS = {
+    "MiniBatchKernelKMeans": ".minibatch_kernel_kmeans",
+    "KernelKMeans": ".minibatch_kernel_kmeans",
+}
+__getattr__, __dir__, __all__ = attach(__name__, _EXPORTS)

@@ -1,0 +1,131 @@
+"""Run one paper's experiment and write ``<out>/<slug>/result.json``.
+
+``run_experiment`` is a plain, picklable function of (slug, mode, seed, out_dir), so the local process pool
+and Dask executors can call it unchanged.
+
+result.json schema (``SCHEMA_VERSION`` 1)::
+
+    slug, title, tier, mode ("quick" | "full"), seed,
+    status: "ok" | "error",            # "error": the experiment crashed (traceback in "error")
+    verdict: "reproduced" | "partial" | "not-reproduced" | null,
+    expected_verdict, expected_reason, # declared by the experiment (default "reproduced", "")
+    checks: [{name, measured, op, threshold, passed, note}],
+    tables: [{name, columns, rows: [{column: value}], caption}],
+    figures: [{name, path (relative to the result's folder), caption}],
+    timings: {name: seconds}, total_seconds,
+    metrics: {name: value}, notes: [str],
+    environment: {python, platform, machine, packages: {name: version}, threads},
+    started_at (UTC ISO 8601), schema_version
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import random
+import sys
+import time
+import traceback
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .. import papers
+from .environment import capture_environment
+from .run import Run, ProgressSink
+
+SCHEMA_VERSION = 1
+
+
+class ExperimentNotAvailable(LookupError):
+    """The paper is registered but its experiment is not built yet."""
+
+
+def load_experiment(slug: str):
+    """Import and return the ``run(run: Run)`` function of a paper's experiment."""
+    paper = papers.get(slug)
+    module_name, _, func = paper.experiment.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as err:
+        if err.name and module_name.startswith(err.name):
+            raise ExperimentNotAvailable(
+                f"{slug!r} has no experiment yet (status: {paper.status}); expected at {paper.experiment}"
+            ) from None
+        raise
+    return getattr(module, func)
+
+
+def _seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed % (2**32))
+    if "torch" in sys.modules:
+        sys.modules["torch"].manual_seed(seed)
+
+
+def run_experiment(
+    slug: str,
+    mode: str = "quick",
+    seed: int = 0,
+    out_dir: str | Path = "results",
+    progress_sink: ProgressSink | None = None,
+) -> dict[str, Any]:
+    """Run ``slug``'s experiment; return the result dict and write it to ``out_dir/slug/result.json``.
+
+    A crashing experiment does not raise: its result has ``status == "error"`` and the traceback.
+    An unknown slug raises ``KeyError``; a paper without an experiment raises ``ExperimentNotAvailable``.
+    """
+    paper = papers.get(slug)
+    experiment = load_experiment(slug)
+    paper_dir = Path(out_dir) / slug
+    run = Run(slug=slug, mode=mode, seed=seed, out_dir=paper_dir, progress_sink=progress_sink or ProgressSink())
+    started = datetime.now(UTC).isoformat(timespec="seconds")
+    _seed_everything(seed)
+    t0 = time.perf_counter()
+    error = None
+    try:
+        experiment(run)
+        body = run.to_dict()
+    except Exception:
+        error = traceback.format_exc()
+        body = {
+            "slug": slug, "mode": mode, "seed": seed, "verdict": None,
+            "expected_verdict": run.expected_verdict, "expected_reason": run.expected_reason,
+            "checks": [], "tables": [], "figures": [], "timings": run.timings,
+            "metrics": run.metrics, "notes": run.notes,
+        }
+    result = {
+        "schema_version": SCHEMA_VERSION,
+        "title": paper.title,
+        "tier": paper.tier,
+        "status": "error" if error else "ok",
+        **body,
+        "total_seconds": time.perf_counter() - t0,
+        "environment": capture_environment(),
+        "started_at": started,
+    }
+    if error:
+        result["error"] = error
+    write_result(result, paper_dir)
+    return result
+
+
+def write_result(result: dict[str, Any], paper_dir: Path) -> Path:
+    """Write ``result.json`` (the latest run) and ``result-<mode>.json`` (the latest of that mode)."""
+    paper_dir.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(result, indent=2, allow_nan=False)
+    (paper_dir / f"result-{result['mode']}.json").write_text(text)
+    path = paper_dir / "result.json"
+    path.write_text(text)
+    return path
+
+
+def load_result(slug: str, out_dir: str | Path = "results", mode: str | None = None) -> dict[str, Any] | None:
+    """The latest stored result of ``slug`` (of ``mode`` when given), or None."""
+    name = "result.json" if mode is None else f"result-{mode}.json"
+    path = Path(out_dir) / slug / name
+    if not path.exists():
+        return None
+    return json.loads(path.read_text())

@@ -1,0 +1,490 @@
+"""The registry: one record per seed abstract (38 papers).
+
+Each record says where a paper lives and how far it has got. Import paths are strings, so
+``neurips26 list`` reads this file without importing any implementation (or torch).
+
+Status is told truly:
+
+- ``planned``: nothing built yet;
+- ``implemented``: the API and its tests exist, the reproduction experiment does not (yet);
+- ``reproduced`` / ``partial`` / ``not-reproduced``: the verdict of the paper's reproduction experiment
+  (the digest's checks, thresholds unchanged). ``status_note`` says why when it is not ``reproduced``.
+
+The test suite checks that a paper's registered status agrees with the verdict its quick experiment
+actually produces.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+STATUSES = ("planned", "implemented", "reproduced", "partial", "not-reproduced")
+TIERS = ("A", "B", "C")
+
+
+@dataclass(frozen=True)
+class Paper:
+    """One seed abstract and the state of its implementation."""
+
+    slug: str
+    title: str
+    seed_file: str
+    abstract: int  # position in the seed file, counted from 1 (title line not counted)
+    arxiv: str | None
+    field: str
+    tier: str  # "A", "B", "C"; some digests qualify it, e.g. "A (linear) / B (neural)"
+    check: str  # the digest's reproduction check, in one line
+    module: str  # import path of the paper's package
+    status: str = "planned"
+    api: tuple[str, ...] = field(default_factory=tuple)  # public names exported by ``module``
+    status_note: str = ""
+
+    @property
+    def experiment(self) -> str:
+        """Import path of the reproduction experiment: ``module.experiment:run``."""
+        return f"{self.module}.experiment:run"
+
+    @property
+    def source_dir(self) -> str:
+        """Folder of the paper's code, relative to the repository root."""
+        return "src/" + self.module.replace(".", "/")
+
+    @property
+    def has_experiment(self) -> bool:
+        return self.status in ("reproduced", "partial", "not-reproduced")
+
+
+PAPERS: tuple[Paper, ...] = (
+    Paper(
+        slug='ssg-mil',
+        title='Sparse Support Grounding for MIL (unbalanced-transport instance grounding; descriptive title)',
+        seed_file='000_35944da5716e589d.txt',
+        abstract=1,
+        arxiv=None,
+        field='transport',
+        tier='B',
+        check='Synthetic sparse/heterogeneous feature bags and digits bags: SSG bag AUC >= best baseline + 0.02 and instance AUC >= gated ABMIL + 0.05; gain larger in the sparse than in the dense regime',
+        module="neurips26.transport.ssg_mil",
+    ),
+    Paper(
+        slug='nbffg',
+        title='Neural Backward Filtering Forward Guiding',
+        seed_file='000_35944da5716e589d.txt',
+        abstract=2,
+        arxiv='2601.23030',
+        field='inference',
+        tier='B',
+        check='Depth-5 binary tree with nonlinear edges vs a 1D grid posterior: ESS/N >= 1.5x guide-only and >= 10x bootstrap, |log Z error| <= 0.1; subsampled loss unbiased to 1e-10',
+        module="neurips26.inference.nbffg",
+    ),
+    Paper(
+        slug='srgw-graphon',
+        title='Network Learning with Semi-relaxed Gromov-Wasserstein',
+        seed_file='000_35944da5716e589d.txt',
+        abstract=3,
+        arxiv='2606.02223',
+        field='transport',
+        tier='A',
+        check='Sampled SBMs and graphons: ARI >= 0.95 and MSE <= 1.1x spectral at n = 800, MSE slope in [-1.3, -0.7]; bounded n x relaxation gap; MSE <= 1.15x best of USVT/SAS on 3 of 5 graphons',
+        module="neurips26.transport.srgw_graphon",
+    ),
+    Paper(
+        slug='multabench',
+        title='MulTaBench: Multimodal Tabular Learning with Text and Image',
+        seed_file='000_35944da5716e589d.txt',
+        abstract=4,
+        arxiv='2605.10616',
+        field='multimodal',
+        tier='B',
+        check='Synthetic text-tabular tables, MiniLM + LoRA: AUC(Joint TAR) - AUC(Joint Frozen) >= 0.02 on the task-aware table, <= 0.01 in absolute value on the control; curation rule admits/rejects correctly',
+        module="neurips26.multimodal.multabench",
+    ),
+    Paper(
+        slug='modellens',
+        title='ModelLens: Finding the Best Model for Your Task',
+        seed_file='000_35944da5716e589d.txt',
+        abstract=5,
+        arxiv='2605.07075',
+        field='recommendation',
+        tier='B',
+        check='LCDB cold-start splits: NDCG@3 >= popularity + 0.02 and >= text-only + 0.05, >= pointwise ablation; new-model split tau_w >= family-mean + 0.02',
+        module="neurips26.recommendation.modellens",
+    ),
+    Paper(
+        slug='grouped-fdr-mirror',
+        title='Grouped-feature FDR control with block mirror statistics and Permutation-SHAP derivatives (descriptive title)',
+        seed_file='000_35944da5716e589d.txt',
+        abstract=6,
+        arxiv=None,
+        field='inference',
+        tier='A (linear) / B (neural)',
+        check='Grouped AR(1) lags: block-GM FDR <= 0.12 and power >= coordinate-wise GM + 0.10; b = 1 reproduces GM exactly; neural variant FDR <= 0.15, power >= 0.5',
+        module="neurips26.inference.grouped_fdr_mirror",
+    ),
+    Paper(
+        slug='pmd-td',
+        title='Mirror descent actor-critic for entropy-regularised MDPs in general spaces',
+        seed_file='000_35944da5716e589d.txt',
+        abstract=7,
+        arxiv='2602.10838',
+        field='rl',
+        tier='A',
+        check='Random finite MDPs: exact PMD converges linearly; m_n ~ n gives G_200 <= 1e-6; m_n ~ log n gives O(1/n); single loop with small lambda reaches G_N <= 1e-3 with bounded KL',
+        module="neurips26.rl.pmd_td",
+    ),
+    Paper(
+        slug='spectral-forests',
+        title='Minimax Rates and Spectral Distillation for Tree Ensembles',
+        seed_file='000_35944da5716e589d.txt',
+        abstract=8,
+        arxiv='2605.11841',
+        field='trees',
+        tier='A',
+        check="Friedman/diabetes/fair data: distilled model <= 1/100 of the forest's nodes with R^2 >= forest R^2 - 0.03; beats pruned forest/FIGS/RuleFit at equal size on >= 3 of 4 datasets",
+        module="neurips26.trees.spectral_forests",
+    ),
+    Paper(
+        slug='minibatch-kernel-kmeans',
+        title='Mini-batch Kernel k-means',
+        seed_file='000_35944da5716e589d.txt',
+        abstract=9,
+        arxiv='2410.05902',
+        field='clustering',
+        tier='A',
+        check='Rings+blobs, n = 20000: >= 10x speed-up over full-batch kernel k-means with ARI within 0.03; ARI >= linear MiniBatchKMeans + 0.2; per-iteration time < 1.5x growth from n = 5000 to 20000',
+        module="neurips26.clustering.minibatch_kernel_kmeans",
+    ),
+    Paper(
+        slug='minsteer',
+        title='MinSteer: contrastive residual directions from cached self-rewrites (descriptive title)',
+        seed_file='000_35944da5716e589d.txt',
+        abstract=10,
+        arxiv=None,
+        field='lm',
+        tier='B',
+        check='SmolLM2-135M sentiment steering at matched perplexity: MinSteer-1 shift >= CAA-50 and >= CAA-1 + 0.05, > TwoSeq-1 by >= 0.05, > random direction by >= 0.10',
+        module="neurips26.lm.minsteer",
+    ),
+    Paper(
+        slug='topo-memorization',
+        title='Topology of noisy-label memorization: H1 persistent homology (descriptive title)',
+        seed_file='000_35944da5716e589d.txt',
+        abstract=11,
+        arxiv=None,
+        field='representation',
+        tier='B',
+        check='Digits MLP: H1(eta = 0.4 symmetric) >= 1.5x H1(clean) in 3 of 3 seeds; leave-one-rate-out severity R^2 >= 0.9; asymmetric noise closer to clean than symmetric',
+        module="neurips26.representation.topo_memorization",
+    ),
+    Paper(
+        slug='memforest',
+        title='MemForest: Agent Memory via EventTree Partitioning and Progressive Merging',
+        seed_file='000_35944da5716e589d.txt',
+        abstract=12,
+        arxiv=None,
+        field='agents',
+        tier='B',
+        check='Synthetic persona memory stream at rho = 0.5: recall@10 >= 0.95x uncompressed and >= random drop + 0.15; nodes kept <= 0.55 n; latency speed-up >= 1.6x at 20k nodes',
+        module="neurips26.agents.memforest",
+    ),
+    Paper(
+        slug='medvtok',
+        title='MedVTok: unified 2D/3D medical visual tokenizer',
+        seed_file='000_35944da5716e589d.txt',
+        abstract=13,
+        arxiv=None,
+        field='multimodal',
+        tier='C',
+        check='Synthetic phantoms + digits: SDR cuts inter-slice difference error by >= 15% (3D PSNR drop <= 0.5 dB); MERA probe accuracy >= single-expert + 3 pt and >= averaged-target + 1 pt',
+        module="neurips26.multimodal.medvtok",
+    ),
+    Paper(
+        slug='medkit',
+        title='MedKIT: Medical Knowledge Integration and Transfer benchmark',
+        seed_file='000_35944da5716e589d.txt',
+        abstract=14,
+        arxiv=None,
+        field='multimodal',
+        tier='C',
+        check='Synthetic clinical-update world, tiny transformer: fine-tuning gains >= 0.5 (original) and >= 0.3 (lexical) while compositional gain <= original - 0.3 and operational <= 0.15',
+        module="neurips26.multimodal.medkit",
+    ),
+    Paper(
+        slug='pearl',
+        title='PEARL: Prefix-Expanded Adversarial RL for durable behaviour suppression',
+        seed_file='000_35944da5716e589d.txt',
+        abstract=15,
+        arxiv=None,
+        field='rl',
+        tier='B',
+        check='Tiny-GPT organisms on modular arithmetic: exploit rate <= 5%, prefill-attack exploit <= 0.5x GRPO, reactivation after targeted FT <= GRPO - 10 pp and <= SFT - 10 pp',
+        module="neurips26.rl.pearl",
+    ),
+    Paper(
+        slug='maxsketch',
+        title='MaxSketch: Robust Distinct Counting in Streams via Random Projections',
+        seed_file='000_35944da5716e589d.txt',
+        abstract=16,
+        arxiv='2605.15571',
+        field='streams',
+        tier='B',
+        check='Synthetic near-orthogonal embeddings: median relative error <= 0.08 at m = 1024 for n up to 1e5, error ~ 1/sqrt(m); MiniLM text stream <= 0.25 and better than HLL baselines',
+        module="neurips26.streams.maxsketch",
+    ),
+    Paper(
+        slug='manifold-random-features',
+        title='Manifold Random Features',
+        seed_file='000_35944da5716e589d.txt',
+        abstract=17,
+        arxiv='2602.03797',
+        field='kernels',
+        tier='B',
+        check='Swiss roll / torus / sphere with closed-form heat kernels: GRF error <= 0.10 at m = 256; Swiss-roll MRF held-out error <= 0.20 and <= 1/2 of ambient RFF; all estimates >= 0',
+        module="neurips26.kernels.manifold_random_features",
+    ),
+    Paper(
+        slug='mmskills',
+        title='MMSkills: Multimodal Skills for General Visual Agents',
+        seed_file='000_35944da5716e589d.txt',
+        abstract=18,
+        arxiv='2605.13527',
+        field='agents',
+        tier='C',
+        check='MiniGrid with random start stages: success >= text-only skills + 0.10 and >= no-skill + 0.20; >= direct injection + 0.10 while loading <= 2 views per consult',
+        module="neurips26.agents.mmskills",
+    ),
+    Paper(
+        slug='lookwhen',
+        title='LookWhen? Fast Video Recognition',
+        seed_file='000_35944da5716e589d.txt',
+        abstract=19,
+        arxiv='2605.06809',
+        field='vision',
+        tier='C',
+        check='Synthetic moving-shapes videos: at K/N = 12.5% accuracy >= random-K + 5 pt and >= uniform-temporal + 3 pt; at 25% within 3 pt of the full-token model with >= 3x fewer FLOPs',
+        module="neurips26.vision.lookwhen",
+    ),
+    Paper(
+        slug='cofrgenet',
+        title='Gated non-expanding continued-fraction channel mixing (CoFrGeNet follow-up; descriptive title)',
+        seed_file='004_eea629a8ecb3c254.txt',
+        abstract=1,
+        arxiv=None,
+        field='lm',
+        tier='B',
+        check='Char-level nano-transformer on stdlib source: gated CF (log/exp, no schedule) val loss <= Cffn + dyadic + 0.02 at d = 5; stable at d = 10; throughput >= 0.9x Cffn',
+        module="neurips26.lm.cofrgenet",
+    ),
+    Paper(
+        slug='bip-gapgen',
+        title='Non-Colliding Biometric Identities for Digital Entities (BIP / GapGen)',
+        seed_file='004_eea629a8ecb3c254.txt',
+        abstract=2,
+        arxiv='2605.18238',
+        field='representation',
+        tier='C',
+        check='Synthetic low-rank gallery: zero virtual-vs-enrolled and virtual-vs-virtual collisions, future-enrollment collisions <= 2x FAR, realisability >= 0.95; repulsion >= 2x rejection-sampling throughput',
+        module="neurips26.representation.bip_gapgen",
+    ),
+    Paper(
+        slug='nas-bpi',
+        title='Non-asymptotic sample complexity of Navigate-and-Stop for best policy identification (descriptive title)',
+        seed_file='004_eea629a8ecb3c254.txt',
+        abstract=3,
+        arxiv=None,
+        field='rl',
+        tier='A',
+        check='Small tabular MDPs: delta-correct stopping; slope of E[tau] vs log(1/delta) in [0.8, 3] x U*; R(0.01) non-decreasing as connectivity p shrinks; NaS <= uniform navigation / 1.5',
+        module="neurips26.rl.nas_bpi",
+    ),
+    Paper(
+        slug='convmmd-deconv',
+        title='Nonparametric Deconvolution and Denoising using Simulation Based Inference',
+        seed_file='004_eea629a8ecb3c254.txt',
+        abstract=4,
+        arxiv='2606.21907',
+        field='inference',
+        tier='A',
+        check='1D/2D synthetic latents: ISE(convMMD-GMM) <= 0.5x naive KDE; denoising MSE <= 0.75x noisy and <= 1.2x oracle Bayes; 2D ring W1 <= 0.5x noisy',
+        module="neurips26.inference.convmmd_deconv",
+    ),
+    Paper(
+        slug='noisy-gnn-margin',
+        title='Noisy alignment: margin-based GNN expressivity with robustness radii (descriptive title)',
+        seed_file='004_eea629a8ecb3c254.txt',
+        abstract=5,
+        arxiv=None,
+        field='graphs',
+        tier='B',
+        check='networkx atlas graphs: zero-noise alignment agrees with WL-hash uniqueness on >= 99%; 0 violations inside certified radii; margin training +10 points noisy alignment',
+        module="neurips26.graphs.noisy_gnn_margin",
+    ),
+    Paper(
+        slug='rlvr-noisy-data',
+        title='Noisy Data is Destructive to Reinforcement Learning with Verifiable Rewards',
+        seed_file='004_eea629a8ecb3c254.txt',
+        abstract=6,
+        arxiv='2603.16140',
+        field='lm',
+        tier='C (re-verification part A)',
+        check='sympy re-verification: recall >= 0.95 and precision >= 0.99 on planted-correct labels; toy GRPO: clean - truly-noisy >= 8 pp, truly-noisy <= format-only + 3 pp',
+        module="neurips26.lm.rlvr_noisy_data",
+    ),
+    Paper(
+        slug='smfsr',
+        title='Noise-Started One-Step Real-World SR via LR-Conditioned SplitMeanFlow',
+        seed_file='004_eea629a8ecb3c254.txt',
+        abstract=7,
+        arxiv='2605.09328',
+        field='vision',
+        tier='C',
+        check='Digits 4x4 -> 8x8 SR: 1-NFE Digits-FID <= 1.3x 50-step teacher and <= 0.5x 1-step Euler teacher; beats regression FID with diversity > 0.02',
+        module="neurips26.vision.smfsr",
+    ),
+    Paper(
+        slug='tilted-2d-prior-sb',
+        title='Annealed 2D-tilted diffusion prior vs multi-marginal Schrödinger-bridge lift (descriptive title)',
+        seed_file='004_eea629a8ecb3c254.txt',
+        abstract=8,
+        arxiv=None,
+        field='inference',
+        tier='A',
+        check='Gaussian family: KL/(N sigma^2) varies <= 3x with slopes in [1.6, 2.4] (sigma) and [0.8, 1.2] (N); TV rate and Pinsker hold; non-noise-aligned counter-example breaks the rate',
+        module="neurips26.inference.tilted_2d_prior_sb",
+    ),
+    Paper(
+        slug='notvla',
+        title='NoTVLA: Semantics-Preserving Robot Adaptation via Narrative Action Interfaces',
+        seed_file='004_eea629a8ecb3c254.txt',
+        abstract=9,
+        arxiv='2510.03895',
+        field='robotics',
+        tier='C',
+        check='Kinematic pick-and-place demos: waypoints + spline success >= 95% with >= 8x fewer tokens than per-step binning; tiny-LM QA retention drop <= dense drop - 5 pt',
+        module="neurips26.robotics.notvla",
+    ),
+    Paper(
+        slug='nota-cil',
+        title='NoTA / H-NoTA: normalized tensor adaptation for rehearsal-free CIL (descriptive title)',
+        seed_file='004_eea629a8ecb3c254.txt',
+        abstract=10,
+        arxiv=None,
+        field='representation',
+        tier='B',
+        check='Digits and synthetic class-incremental streams: global norm >= task-wise - 0.5 pt and >= no norm + 2 pt; ||W_T - W0|| constant; NoTA <= 0.5x LoRA parameters',
+        module="neurips26.representation.nota_cil",
+    ),
+    Paper(
+        slug='delayed-hit-caching',
+        title='Regret-optimal delayed-hit caching: UCB-DH and LA-FTPL (descriptive title)',
+        seed_file='004_eea629a8ecb3c254.txt',
+        abstract=11,
+        arxiv=None,
+        field='caching',
+        tier='A',
+        check='Synthetic Zipf and adversarial traces: regret slope UCB-DH <= 0.6, LA-FTPL <= 0.7, LRU/Marker >= 0.9 on the adversarial trace; UCB-DH latency <= LRU-MAD and <= 0.9x LRU',
+        module="neurips26.caching.delayed_hit_caching",
+    ),
+    Paper(
+        slug='gfm-audit',
+        title='No One Knows the State of the Art in Geospatial Foundation Models',
+        seed_file='004_eea629a8ecb3c254.txt',
+        abstract=12,
+        arxiv='2605.12678',
+        field='evaluation',
+        tier='A (mechanisms, synthetic data)',
+        check='Planted synthetic literature: auditor flags >= 10-point disagreements with precision and recall >= 0.95; harness reruns agree within 1.5 points while uncontrolled protocols flip rankings',
+        module="neurips26.evaluation.gfm_audit",
+    ),
+    Paper(
+        slug='hk-entropy-filter',
+        title='Kontoyiannis entropy-rate (H_K) filtering against model collapse (descriptive title)',
+        seed_file='004_eea629a8ecb3c254.txt',
+        abstract=13,
+        arxiv=None,
+        field='streams',
+        tier='C',
+        check='Markov sources: corr(H_K, true rate) >= 0.98; trigram collapse loop on stdlib docstrings: H_K filter keeps >= 15% more unique trigrams and >= 10% more vocabulary than random and logprob filters',
+        module="neurips26.streams.hk_entropy_filter",
+    ),
+    Paper(
+        slug='obsalign',
+        title='ObsAlign: observability-aware cross-modal alignment (descriptive title)',
+        seed_file='004_eea629a8ecb3c254.txt',
+        abstract=14,
+        arxiv=None,
+        field='multimodal',
+        tier='C',
+        check='Synthetic multi-source 3-modality data with a planted mismatch: accuracy >= uniform alignment + 0.01; negative transfer on low-observability relations <= 0.5x; clean twin within 0.01',
+        module="neurips26.multimodal.obsalign",
+    ),
+    Paper(
+        slug='ftrl-surplus',
+        title='No Coin Left Behind: Maximizing Strategic Surplus Against No-Regret Dynamics',
+        seed_file='004_eea629a8ecb3c254.txt',
+        abstract=15,
+        arxiv='2604.05129',
+        field='rl',
+        tier='A',
+        check='Planted and random zero-sum games: eta x S_T varies <= 10% across eta, ~0 when N = 0, within 5% of closed forms; Euclidean eliminates in finite time; best-response S_T linear in T',
+        module="neurips26.rl.ftrl_surplus",
+    ),
+    Paper(
+        slug='njord',
+        title='Njord: A Probabilistic GNN for Ensemble Ocean Forecasting',
+        seed_file='004_eea629a8ecb3c254.txt',
+        abstract=16,
+        arxiv='2605.15470',
+        field='forecasting',
+        tier='B',
+        check='Synthetic stochastic ocean on an irregular sea mask: K-means mesh coverage <= 0.85x regular; ensemble CRPS(lead 5) <= 0.9x deterministic MAE; spread-skill ratio in [0.6, 1.4]',
+        module="neurips26.forecasting.njord",
+    ),
+    Paper(
+        slug='nitrobox',
+        title='NitroBox: Lightning-Fast Sandbox for Large-Scale RL Training',
+        seed_file='004_eea629a8ecb3c254.txt',
+        abstract=17,
+        arxiv=None,
+        field='systems',
+        tier='B',
+        check='Namespace + overlayfs sandbox vs Docker: create/reset/delete >= 10x faster, exec >= 5x; without Docker create and reset <= 50 ms; rollout harness wall time -25%',
+        module="neurips26.systems.nitrobox",
+    ),
+    Paper(
+        slug='nexus-optimizer',
+        title='Nexus: Same Pretraining Loss, Better Downstream Generalization via Common Minima',
+        seed_file='004_eea629a8ecb3c254.txt',
+        abstract=18,
+        arxiv='2604.09258',
+        field='lm',
+        tier='B',
+        check='Synthetic multi-source data at equal training loss: OOD loss <= 0.95x AdamW, gradient cosine >= AdamW + 0.05; beta -> 0 recovers AdamW',
+        module="neurips26.lm.nexus_optimizer",
+    ),
+    Paper(
+        slug='nextlat',
+        title='Next-Latent Prediction Transformers Learn Compact World Models',
+        seed_file='004_eea629a8ecb3c254.txt',
+        abstract=19,
+        arxiv='2511.05963',
+        field='lm',
+        tier='B',
+        check='Hidden-grid walk: NTP loss within 2% of GPT, effective rank <= 0.8x GPT, probe accuracy >= GPT + 3 pp; self-speculative decoding exact',
+        module="neurips26.lm.nextlat",
+    ),
+)
+
+_BY_SLUG = {p.slug: p for p in PAPERS}
+
+
+def get(slug: str) -> Paper:
+    """The record for ``slug``; raises ``KeyError`` naming the known slugs when unknown."""
+    try:
+        return _BY_SLUG[slug]
+    except KeyError:
+        raise KeyError(f"unknown paper slug {slug!r}; `neurips26 list` shows the 38 known slugs") from None
+
+
+def slugs() -> list[str]:
+    return [p.slug for p in PAPERS]

@@ -1,0 +1,10 @@
+"""Streams: MaxSketch distinct counting, Kontoyiannis entropy-rate estimation and filtering."""
+
+from .._lazy import attach
+
+_EXPORTS = {
+    "MaxSketch": ".maxsketch",
+    "entropy_rate": ".hk_entropy_filter",
+    "EntropyRateFilter": ".hk_entropy_filter",
+}
+__getattr__, __dir__, __all__ = attach(__name__, _EXPORTS)
