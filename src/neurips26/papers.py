@@ -153,6 +153,13 @@ PAPERS: tuple[Paper, ...] = (
         tier='A',
         check='Rings+blobs, n = 20000: >= 10x speed-up over full-batch kernel k-means with ARI within 0.03; ARI >= linear MiniBatchKMeans + 0.2; per-iteration time < 1.5x growth from n = 5000 to 20000',
         module="neurips26.clustering.minibatch_kernel_kmeans",
+        status="partial",
+        api=("MiniBatchKernelKMeans", "KernelKMeans", "kernel_kmeans_plusplus", "median_heuristic_gamma"),
+        status_note=(
+            "Speed-up (>= 10x at n = 20000), ARI within 0.03 of full batch and n-independent iterations reproduce; "
+            "'ARI >= linear MiniBatchKMeans + 0.2 on rings+blobs' fails because the digest's median-heuristic "
+            "bandwidth puts every RBF kernel method, full batch included, level with linear k-means on that data."
+        ),
     ),
     Paper(
         slug='minsteer',
