@@ -27,8 +27,9 @@ def linear_kernel(A, B):
 def test_one_full_step_equals_one_lloyd_step(blobs):
     X, _ = blobs
     C0 = X[[0, 100, 200, 300]]
-    mb = MiniBatchKernelKMeans(4, gamma=0.3, batch_size=len(X), tau=None, learning_rate=1.0, max_iter=1,
-                               init=C0).fit(X)
+    mb = MiniBatchKernelKMeans(
+        4, gamma=0.3, batch_size=len(X), tau=None, learning_rate=1.0, max_iter=1, init=C0
+    ).fit(X)
     lloyd = KernelKMeans(4, gamma=0.3, max_iter=1, init=C0).fit(X)
     np.testing.assert_allclose(mb.transform(X), lloyd.transform(X), atol=1e-10)
     np.testing.assert_array_equal(mb.labels_, lloyd.labels_)
@@ -36,8 +37,9 @@ def test_one_full_step_equals_one_lloyd_step(blobs):
 
 def test_implicit_distances_equal_explicit_under_linear_kernel(blobs):
     X, _ = blobs
-    est = MiniBatchKernelKMeans(4, kernel=linear_kernel, batch_size=64, tau=3, max_iter=8, tol=0.0,
-                                random_state=0).fit(X)
+    est = MiniBatchKernelKMeans(
+        4, kernel=linear_kernel, batch_size=64, tau=3, max_iter=8, tol=0.0, random_state=0
+    ).fit(X)
     # with k(x, y) = <x, y>, phi is the identity: centres are explicit vectors sum_s w_js x_s
     centres = np.zeros((4, X.shape[1]))
     np.add.at(centres, est.support_owner_, est.support_weights_[:, None] * est.support_vectors_)
@@ -49,9 +51,18 @@ def test_implicit_distances_equal_explicit_under_linear_kernel(blobs):
 @pytest.mark.parametrize("learning_rate", ["sqrt", "sklearn", 0.5])
 def test_centre_norms_stay_exact_through_truncation(blobs, truncation, learning_rate):
     X, _ = blobs
-    est = MiniBatchKernelKMeans(4, gamma=0.3, batch_size=50, tau=2, truncation=truncation,
-                                learning_rate=learning_rate, max_iter=9, tol=0.0, recompute_every=1000,
-                                random_state=1)
+    est = MiniBatchKernelKMeans(
+        4,
+        gamma=0.3,
+        batch_size=50,
+        tau=2,
+        truncation=truncation,
+        learning_rate=learning_rate,
+        max_iter=9,
+        tol=0.0,
+        recompute_every=1000,
+        random_state=1,
+    )
     est.fit(X)
     K = rbf_kernel(est.support_vectors_, gamma=0.3)
     for j in range(4):
@@ -74,8 +85,9 @@ def test_incremental_norm_matches_exact_recomputation(blobs):
 def test_weights_form_a_sub_convex_combination(seed, tau, b):
     X, _ = make_blobs(200, centers=3, n_features=2, random_state=seed % 50)
     for truncation in ("drop", "renormalize"):
-        est = MiniBatchKernelKMeans(3, gamma=1.0, batch_size=b, tau=tau, truncation=truncation, max_iter=6,
-                                    tol=0.0, random_state=seed).fit(X)
+        est = MiniBatchKernelKMeans(
+            3, gamma=1.0, batch_size=b, tau=tau, truncation=truncation, max_iter=6, tol=0.0, random_state=seed
+        ).fit(X)
         totals = np.bincount(est.support_owner_, weights=est.support_weights_, minlength=3)
         assert np.all(est.support_weights_ > 0)
         if truncation == "renormalize":

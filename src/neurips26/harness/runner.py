@@ -34,7 +34,7 @@ import numpy as np
 
 from .. import papers
 from .environment import capture_environment
-from .run import Run, ProgressSink
+from .run import ProgressSink, Run
 
 SCHEMA_VERSION = 1
 
@@ -60,7 +60,7 @@ def load_experiment(slug: str):
 
 def _seed_everything(seed: int) -> None:
     random.seed(seed)
-    np.random.seed(seed % (2**32))
+    np.random.seed(seed % (2**32))  # noqa: NPY002 - seeds legacy global-state users too
     if "torch" in sys.modules:
         sys.modules["torch"].manual_seed(seed)
 
@@ -80,7 +80,9 @@ def run_experiment(
     paper = papers.get(slug)
     experiment = load_experiment(slug)
     paper_dir = Path(out_dir) / slug
-    run = Run(slug=slug, mode=mode, seed=seed, out_dir=paper_dir, progress_sink=progress_sink or ProgressSink())
+    run = Run(
+        slug=slug, mode=mode, seed=seed, out_dir=paper_dir, progress_sink=progress_sink or ProgressSink()
+    )
     started = datetime.now(UTC).isoformat(timespec="seconds")
     _seed_everything(seed)
     t0 = time.perf_counter()
@@ -91,10 +93,18 @@ def run_experiment(
     except Exception:
         error = traceback.format_exc()
         body = {
-            "slug": slug, "mode": mode, "seed": seed, "verdict": None,
-            "expected_verdict": run.expected_verdict, "expected_reason": run.expected_reason,
-            "checks": [], "tables": [], "figures": [], "timings": run.timings,
-            "metrics": run.metrics, "notes": run.notes,
+            "slug": slug,
+            "mode": mode,
+            "seed": seed,
+            "verdict": None,
+            "expected_verdict": run.expected_verdict,
+            "expected_reason": run.expected_reason,
+            "checks": [],
+            "tables": [],
+            "figures": [],
+            "timings": run.timings,
+            "metrics": run.metrics,
+            "notes": run.notes,
         }
     result = {
         "schema_version": SCHEMA_VERSION,

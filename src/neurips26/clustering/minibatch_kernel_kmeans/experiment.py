@@ -73,27 +73,47 @@ def _compare(run: Run, X, y, k, seed, name):
     C0 = _seed_points(X, k, gamma, seed)
     methods = {
         "mini-batch kernel k-means (ours, sqrt lr)": MiniBatchKernelKMeans(
-            k, gamma=gamma, batch_size=BATCH_SIZE, tau=TAU, init=C0, random_state=seed),
+            k, gamma=gamma, batch_size=BATCH_SIZE, tau=TAU, init=C0, random_state=seed
+        ),
         "mini-batch kernel k-means (ours, sklearn lr)": MiniBatchKernelKMeans(
-            k, gamma=gamma, batch_size=BATCH_SIZE, tau=TAU, learning_rate="sklearn", init=C0, random_state=seed),
+            k,
+            gamma=gamma,
+            batch_size=BATCH_SIZE,
+            tau=TAU,
+            learning_rate="sklearn",
+            init=C0,
+            random_state=seed,
+        ),
         "full-batch kernel k-means": KernelKMeans(k, gamma=gamma, init=C0, random_state=seed),
         "linear MiniBatchKMeans": MiniBatchKMeans(k, batch_size=BATCH_SIZE, n_init=3, random_state=seed),
         "Nystroem(300) + MiniBatchKMeans": make_pipeline(
             Nystroem(gamma=gamma, n_components=300, random_state=seed),
-            MiniBatchKMeans(k, batch_size=BATCH_SIZE, n_init=3, random_state=seed)),
+            MiniBatchKMeans(k, batch_size=BATCH_SIZE, n_init=3, random_state=seed),
+        ),
     }
     rows = []
     for method, est in run.progress(methods.items(), f"{name}: fitting", total=len(methods)):
         labels, seconds = _timed_fit(est, X)
         n_iter = getattr(est, "n_iter_", None)
-        rows.append({"data": name, "n": len(X), "method": method, "ARI": adjusted_rand_score(y, labels),
-                     "NMI": normalized_mutual_info_score(y, labels), "seconds": seconds, "iterations": n_iter})
+        rows.append(
+            {
+                "data": name,
+                "n": len(X),
+                "method": method,
+                "ARI": adjusted_rand_score(y, labels),
+                "NMI": normalized_mutual_info_score(y, labels),
+                "seconds": seconds,
+                "iterations": n_iter,
+            }
+        )
     return rows
 
 
 def _per_iteration_seconds(X, seed, n_iter=30) -> float:
     """Median wall time of one mini-batch iteration at fixed b, tau (no early stop)."""
-    est = MiniBatchKernelKMeans(8, batch_size=BATCH_SIZE, tau=TAU, tol=0.0, max_iter=n_iter, random_state=seed)
+    est = MiniBatchKernelKMeans(
+        8, batch_size=BATCH_SIZE, tau=TAU, tol=0.0, max_iter=n_iter, random_state=seed
+    )
     est.fit(X)
     return float(np.median(est.iteration_seconds_[TAU:]))  # after the support has reached its steady size
 
@@ -111,8 +131,10 @@ def run(run: Run) -> None:
     )
     seeds = run.seeds(run.pick(quick=1, full=3))
     n_big = 20000
-    run.note(f"b = {BATCH_SIZE}, tau = {TAU}; quick mode runs the n = 20000 comparison with 1 seed, full with 3 "
-             "(medians reported); every kernel method uses the median-heuristic RBF gamma and the same seeds.")
+    run.note(
+        f"b = {BATCH_SIZE}, tau = {TAU}; quick mode runs the n = 20000 comparison with 1 seed, full with 3 "
+        "(medians reported); every kernel method uses the median-heuristic RBF gamma and the same seeds."
+    )
     rows, speedups, ari_gaps, ari_lin = [], [], [], []
     for seed in seeds:
         X, y = rings_blobs(n_big, seed=seed)
@@ -126,7 +148,11 @@ def run(run: Run) -> None:
         ari_lin.append(ours["ARI"] - by["linear MiniBatchKMeans"]["ARI"])
     digits = load_digits()
     rows += _compare(run, digits.data, digits.target, 10, seeds[0], "digits")
-    run.table(rows, name="results", caption="fit + final labelling wall time; Gram construction counted for full batch")
+    run.table(
+        rows,
+        name="results",
+        caption="fit + final labelling wall time; Gram construction counted for full batch",
+    )
 
     # per-iteration time at fixed b, tau as n grows (n-independence)
     sizes = run.pick(quick=[5000, 20000], full=[5000, 10000, 20000])
@@ -145,8 +171,13 @@ def run(run: Run) -> None:
     for row in rows:
         if row["data"] == "rings+blobs":
             ax.scatter(row["seconds"], row["ARI"], s=40)
-            ax.annotate(row["method"], (row["seconds"], row["ARI"]), fontsize=7, xytext=(4, 2),
-                        textcoords="offset points")
+            ax.annotate(
+                row["method"],
+                (row["seconds"], row["ARI"]),
+                fontsize=7,
+                xytext=(4, 2),
+                textcoords="offset points",
+            )
     ax.set_xscale("log")
     ax.set_xlabel("wall time, fit + labelling (s, log)")
     ax.set_ylabel("ARI")

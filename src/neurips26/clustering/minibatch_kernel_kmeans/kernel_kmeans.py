@@ -50,32 +50,46 @@ def _check_params(est) -> None:
     if not isinstance(est.n_clusters, numbers.Integral) or est.n_clusters < 1:
         raise ValueError(f"n_clusters must be a positive integer, got {est.n_clusters!r}")
     if not (callable(est.kernel) or est.kernel in KERNELS):
-        raise ValueError(f"kernel must be one of {KERNELS} or a callable k(A, B) -> array, got {est.kernel!r}")
-    if est.gamma is not None and not (isinstance(est.gamma, numbers.Real) and est.gamma > 0 and np.isfinite(est.gamma)):
+        raise ValueError(
+            f"kernel must be one of {KERNELS} or a callable k(A, B) -> array, got {est.kernel!r}"
+        )
+    if est.gamma is not None and not (
+        isinstance(est.gamma, numbers.Real) and est.gamma > 0 and np.isfinite(est.gamma)
+    ):
         raise ValueError(f"gamma must be a positive finite float or None, got {est.gamma!r}")
     if not isinstance(est.max_iter, numbers.Integral) or est.max_iter < 1:
         raise ValueError(f"max_iter must be a positive integer, got {est.max_iter!r}")
     init = est.init
     if isinstance(init, str):
         if init not in ("k-means++", "random"):
-            raise ValueError(f"init must be 'k-means++', 'random' or an array of shape (n_clusters, n_features), got {init!r}")
+            raise ValueError(
+                f"init must be 'k-means++', 'random' or an array of shape (n_clusters, n_features), got {init!r}"
+            )
 
 
-def _initial_centres(est, X: np.ndarray, kernel_fn, diag: np.ndarray, rng: np.random.RandomState) -> np.ndarray:
+def _initial_centres(
+    est, X: np.ndarray, kernel_fn, diag: np.ndarray, rng: np.random.RandomState
+) -> np.ndarray:
     """Initial centres as points (k x d): given, random rows, or kernel k-means++ on a uniform sample."""
     k = est.n_clusters
     init = est.init
     if not isinstance(init, str):
         C0 = np.asarray(init, dtype=float)
         if C0.shape != (k, X.shape[1]):
-            raise ValueError(f"init array must have shape (n_clusters, n_features) = {(k, X.shape[1])}, got {C0.shape}")
+            raise ValueError(
+                f"init array must have shape (n_clusters, n_features) = {(k, X.shape[1])}, got {C0.shape}"
+            )
         if not np.all(np.isfinite(C0)):
             raise ValueError("init array must be finite")
         return C0.copy()
     if init == "random":
         return X[rng.choice(X.shape[0], k, replace=False)].copy()
     sample_size = getattr(est, "init_size", None) or X.shape[0]
-    idx = rng.choice(X.shape[0], min(sample_size, X.shape[0]), replace=False) if sample_size < X.shape[0] else None
+    idx = (
+        rng.choice(X.shape[0], min(sample_size, X.shape[0]), replace=False)
+        if sample_size < X.shape[0]
+        else None
+    )
     Xs = X if idx is None else X[idx]
     ds = diag if idx is None else diag[idx]
     return Xs[kernel_kmeans_plusplus(Xs, k, kernel_fn, ds, rng)].copy()
@@ -175,8 +189,16 @@ class KernelKMeans(_ImplicitCentresMixin, ClusterMixin, TransformerMixin, BaseEs
     support_vectors_, support_weights_, support_owner_, center_norms_ (the implicit centres).
     """
 
-    def __init__(self, n_clusters: int = 8, *, kernel="rbf", gamma: float | None = None, max_iter: int = 100,
-                 init="k-means++", random_state=None):
+    def __init__(
+        self,
+        n_clusters: int = 8,
+        *,
+        kernel="rbf",
+        gamma: float | None = None,
+        max_iter: int = 100,
+        init="k-means++",
+        random_state=None,
+    ):
         self.n_clusters = n_clusters
         self.kernel = kernel
         self.gamma = gamma
@@ -191,11 +213,17 @@ class KernelKMeans(_ImplicitCentresMixin, ClusterMixin, TransformerMixin, BaseEs
         if k > n:
             raise ValueError(f"n_clusters={k} must be <= n_samples={n}")
         rng = check_random_state(self.random_state)
-        self._kernel_fn, self.gamma_ = make_kernel(self.kernel, self.gamma, X, random_state=rng.randint(2**31 - 1))
+        self._kernel_fn, self.gamma_ = make_kernel(
+            self.kernel, self.gamma, X, random_state=rng.randint(2**31 - 1)
+        )
         G = self._kernel_fn(X, X)  # the n x n Gram matrix: what the mini-batch method avoids
         diag = np.diag(G).copy()
         C0 = _initial_centres(self, X, self._kernel_fn, diag, rng)
-        D = diag[:, None] - 2 * self._kernel_fn(X, C0) + kernel_diagonal(self._kernel_fn, C0, self.kernel)[None, :]
+        D = (
+            diag[:, None]
+            - 2 * self._kernel_fn(X, C0)
+            + kernel_diagonal(self._kernel_fn, C0, self.kernel)[None, :]
+        )
         labels = np.argmin(D, axis=1)
         for it in range(1, self.max_iter + 1):
             labels = self._fill_empty(labels, D, k)
@@ -270,9 +298,23 @@ class MiniBatchKernelKMeans(_ImplicitCentresMixin, ClusterMixin, TransformerMixi
     iteration_seconds_ (wall time of each iteration, excluding seeding and the final labelling).
     """
 
-    def __init__(self, n_clusters: int = 8, *, kernel="rbf", gamma: float | None = None, batch_size: int = 1024,
-                 tau: int | None = 20, truncation: str = "drop", learning_rate="sqrt", tol: float = 1e-3, max_iter: int = 100,
-                 init="k-means++", init_size: int | None = None, recompute_every: int = 10, random_state=None):
+    def __init__(
+        self,
+        n_clusters: int = 8,
+        *,
+        kernel="rbf",
+        gamma: float | None = None,
+        batch_size: int = 1024,
+        tau: int | None = 20,
+        truncation: str = "drop",
+        learning_rate="sqrt",
+        tol: float = 1e-3,
+        max_iter: int = 100,
+        init="k-means++",
+        init_size: int | None = None,
+        recompute_every: int = 10,
+        random_state=None,
+    ):
         self.n_clusters = n_clusters
         self.kernel = kernel
         self.gamma = gamma
@@ -298,12 +340,18 @@ class MiniBatchKernelKMeans(_ImplicitCentresMixin, ClusterMixin, TransformerMixi
         lr = self.learning_rate
         if isinstance(lr, str):
             if lr not in LEARNING_RATES:
-                raise ValueError(f"learning_rate must be one of {LEARNING_RATES} or a float in (0, 1], got {lr!r}")
+                raise ValueError(
+                    f"learning_rate must be one of {LEARNING_RATES} or a float in (0, 1], got {lr!r}"
+                )
         elif not (isinstance(lr, numbers.Real) and 0 < lr <= 1):
-            raise ValueError(f"learning_rate must be one of {LEARNING_RATES} or a float in (0, 1], got {lr!r}")
+            raise ValueError(
+                f"learning_rate must be one of {LEARNING_RATES} or a float in (0, 1], got {lr!r}"
+            )
         if not (isinstance(self.tol, numbers.Real) and self.tol >= 0):
             raise ValueError(f"tol must be a non-negative float, got {self.tol!r}")
-        if self.init_size is not None and (not isinstance(self.init_size, numbers.Integral) or self.init_size < 1):
+        if self.init_size is not None and (
+            not isinstance(self.init_size, numbers.Integral) or self.init_size < 1
+        ):
             raise ValueError(f"init_size must be a positive integer or None, got {self.init_size!r}")
         if not isinstance(self.recompute_every, numbers.Integral) or self.recompute_every < 1:
             raise ValueError(f"recompute_every must be a positive integer, got {self.recompute_every!r}")
@@ -326,7 +374,9 @@ class MiniBatchKernelKMeans(_ImplicitCentresMixin, ClusterMixin, TransformerMixi
         if k > n:
             raise ValueError(f"n_clusters={k} must be <= n_samples={n}")
         rng = check_random_state(self.random_state)
-        self._kernel_fn, self.gamma_ = make_kernel(self.kernel, self.gamma, X, random_state=rng.randint(2**31 - 1))
+        self._kernel_fn, self.gamma_ = make_kernel(
+            self.kernel, self.gamma, X, random_state=rng.randint(2**31 - 1)
+        )
         kfn = self._kernel_fn
         b = min(self.batch_size, n)
         full_batch = self.batch_size >= n
@@ -337,8 +387,11 @@ class MiniBatchKernelKMeans(_ImplicitCentresMixin, ClusterMixin, TransformerMixi
         if seed_est is not None:
             sample = rng.choice(n, min(init_size, n), replace=False)
             Xs = X[sample]
-            C0 = Xs[kernel_kmeans_plusplus(Xs, k, kfn, kernel_diagonal(kfn, Xs, self.kernel), rng)] \
-                if self.init == "k-means++" else Xs[rng.choice(len(Xs), k, replace=False)]
+            C0 = (
+                Xs[kernel_kmeans_plusplus(Xs, k, kfn, kernel_diagonal(kfn, Xs, self.kernel), rng)]
+                if self.init == "k-means++"
+                else Xs[rng.choice(len(Xs), k, replace=False)]
+            )
         else:
             C0 = _initial_centres(self, X, kfn, None, rng)  # explicit array: validated there
         # The support pool: rows 0..k-1 are the initial centre points, row k + i is X[i].
@@ -374,7 +427,9 @@ class MiniBatchKernelKMeans(_ImplicitCentresMixin, ClusterMixin, TransformerMixi
                 drop = sup_age <= it - self.tau  # after appending batch it, batches it-tau+1..it remain
                 for j in np.unique(sup_owner[drop]):
                     mine = sup_owner == j
-                    if drop[mine].all():  # a centre idle for tau batches keeps its latest entries, never vanishes
+                    if drop[
+                        mine
+                    ].all():  # a centre idle for tau batches keeps its latest entries, never vanishes
                         drop[mine & (sup_age == sup_age[mine].max())] = False
                 if drop.any():
                     W_drop = np.zeros((int(drop.sum()), k))
@@ -393,21 +448,32 @@ class MiniBatchKernelKMeans(_ImplicitCentresMixin, ClusterMixin, TransformerMixi
                         scale = np.where(kept > 0, total / np.where(kept > 0, kept, 1), 1.0)
                         # scaling the kept centre by s_j scales its cross terms by s_j and N_j by s_j^2
                         cross, N, sup_w = cross * scale[None, :], N * scale**2, sup_w * scale[sup_owner]
-                    sup_idx, sup_owner, sup_w, sup_age = sup_idx[keep], sup_owner[keep], sup_w[keep], sup_age[keep]
+                    sup_idx, sup_owner, sup_w, sup_age = (
+                        sup_idx[keep],
+                        sup_owner[keep],
+                        sup_w[keep],
+                        sup_age[keep],
+                    )
             # (2): C_j <- (1 - a_j) C_j + a_j cm(B_j); A[x, j] = a_j / b_j for the batch points x assigned to j
             KBB = kfn(XB, XB)
             A = np.zeros((b, k))
             A[np.arange(b), labels] = a[labels] / counts[labels]
             KBB_A = KBB @ A
-            N = (1 - a) ** 2 * N + 2 * (1 - a) * np.einsum("ij,ij->j", A, cross) + np.einsum("ij,ij->j", A, KBB_A)
+            N = (
+                (1 - a) ** 2 * N
+                + 2 * (1 - a) * np.einsum("ij,ij->j", A, cross)
+                + np.einsum("ij,ij->j", A, KBB_A)
+            )
             cross_new = (1 - a)[None, :] * cross + KBB_A
             sup_w = sup_w * (1 - a)[sup_owner]
             # append the batch points (weight a_j / b_j), merging repeated (centre, point) pairs by index
             new = a[labels] > 0
             sup_idx, sup_owner, sup_w, sup_age = _merge_support(
-                np.concatenate([sup_idx, B[new] + k]), np.concatenate([sup_owner, labels[new]]),
+                np.concatenate([sup_idx, B[new] + k]),
+                np.concatenate([sup_owner, labels[new]]),
                 np.concatenate([sup_w, A[np.arange(b), labels][new]]),
-                np.concatenate([sup_age, np.full(int(new.sum()), it)]), n + k,
+                np.concatenate([sup_age, np.full(int(new.sum()), it)]),
+                n + k,
             )
             if it % self.recompute_every == 0:
                 N = _exact_norms(kfn, pool, sup_idx, sup_owner, sup_w, k)
@@ -435,13 +501,14 @@ class MiniBatchKernelKMeans(_ImplicitCentresMixin, ClusterMixin, TransformerMixi
 
 
 def _merge_support(idx, owner, w, age, n_pool):
-    """Merge repeated (centre, pool index) entries: weights add, the age is the latest addition."""
+    """Merge repeated (centre, pool index) entries (weights add, the age is the latest) and drop zero weights."""
     key = owner.astype(np.int64) * n_pool + idx
     uniq, inv = np.unique(key, return_inverse=True)
     w_m = np.bincount(inv, weights=w, minlength=len(uniq))
     age_m = np.zeros(len(uniq), dtype=int)
     np.maximum.at(age_m, inv, age)
-    return uniq % n_pool, uniq // n_pool, w_m, age_m
+    live = w_m > 0  # entries scaled to zero by a_j = 1 carry nothing: drop them
+    return (uniq % n_pool)[live], (uniq // n_pool)[live], w_m[live], age_m[live]
 
 
 def _exact_norms(kfn, pool, sup_idx, sup_owner, sup_w, k) -> np.ndarray:

@@ -34,7 +34,9 @@ def median_heuristic_gamma(
     return 1.0 / med if med > 0 else 1.0
 
 
-def make_kernel(kernel: str | KernelFn, gamma: float | None, X: np.ndarray, random_state=0) -> tuple[KernelFn, float | None]:
+def make_kernel(
+    kernel: str | KernelFn, gamma: float | None, X: np.ndarray, random_state=0
+) -> tuple[KernelFn, float | None]:
     """Resolve ``kernel``/``gamma`` into ``k(A, B) -> (len(A), len(B))`` and the gamma used (None for callables)."""
     if callable(kernel):
         return kernel, None
