@@ -27,7 +27,9 @@ def test_registry_has_38_unique_records():
 
 @pytest.mark.skipif(not SHARED_INDEX.exists(), reason="shared/papers index not beside the checkout")
 def test_registry_matches_the_digest_index():
-    rows = [line for line in SHARED_INDEX.read_text().splitlines() if line.startswith("| ") and "---" not in line]
+    rows = [
+        line for line in SHARED_INDEX.read_text().splitlines() if line.startswith("| ") and "---" not in line
+    ]
     index = {}
     for line in rows[1:]:
         cells = [c.strip() for c in line.strip().strip("|").split(" | ")]
@@ -78,3 +80,11 @@ def test_cli_report(tmp_path):
     assert result.exit_code == 0
     assert (tmp_path / "REPORT.md").exists() and (tmp_path / "report.html").exists()
     assert re.search(r"38 papers", (tmp_path / "REPORT.md").read_text())
+
+
+def test_readme_table_is_generated_from_the_registry():
+    from neurips26.cli import README_END, README_START
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    table = readme.split(README_START, 1)[1].split(README_END, 1)[0].strip()
+    assert table == papers.markdown_table(), "README table is stale: run `neurips26 readme`"

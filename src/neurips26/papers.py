@@ -511,3 +511,18 @@ def get(slug: str) -> Paper:
 
 def slugs() -> list[str]:
     return [p.slug for p in PAPERS]
+
+
+def markdown_table() -> str:
+    """The README's paper table, generated from the registry (``neurips26 readme`` rewrites it)."""
+    lines = [
+        "| slug | paper | field | tier | status | API |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for p in PAPERS:
+        link = f"[arXiv {p.arxiv}](https://arxiv.org/abs/{p.arxiv})" if p.arxiv else "no arXiv id found"
+        api = ", ".join(f"`{name}`" for name in p.api[:3]) + (", ..." if len(p.api) > 3 else "")
+        lines.append(
+            f"| `{p.slug}` | {p.title} ({link}) | {p.field} | {p.tier} | {p.status} | {api or '-'} |"
+        )
+    return "\n".join(lines)
