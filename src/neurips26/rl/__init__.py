@@ -5,5 +5,14 @@ from .._lazy import attach
 _EXPORTS = {
     "NavigateAndStop": ".nas_bpi",
     "policy_mirror_descent": ".pmd_td",
+    "ftrl_strategy": ".ftrl_surplus",
+    "maxmin_strategy": ".ftrl_surplus",
+    "planted_game": ".ftrl_surplus",
+    "random_gaussian_game": ".ftrl_surplus",
+    "fixed_optimizer_dynamics": ".ftrl_surplus",
+    "best_response_dynamics": ".ftrl_surplus",
+    "hedge_sweeping_surplus": ".ftrl_surplus",
+    "euclidean_sweeping_surplus": ".ftrl_surplus",
+    "elimination_round": ".ftrl_surplus",
 }
 __getattr__, __dir__, __all__ = attach(__name__, _EXPORTS)

@@ -6,5 +6,8 @@ _EXPORTS = {
     "MaxSketch": ".maxsketch",
     "entropy_rate": ".hk_entropy_filter",
     "EntropyRateFilter": ".hk_entropy_filter",
+    "match_lengths": ".hk_entropy_filter",
+    "naive_match_lengths": ".hk_entropy_filter",
+    "stdlib_docstrings": ".hk_entropy_filter",
 }
 __getattr__, __dir__, __all__ = attach(__name__, _EXPORTS)

@@ -1,0 +1,54 @@
+"""Strategic surplus against FTRL learners in repeated zero-sum games.
+
+Su & Vlatakis-Gkaragkounis, *No Coin Left Behind: Maximizing Strategic Surplus Against No-Regret Dynamics*
+(arXiv 2604.05129). A clairvoyant optimizer plays a zero-sum matrix game against a constant-step FTRL learner
+(Hedge, Euclidean/lazy projected GD, Tsallis-1/2, log-barrier) and collects ``S_T = sum_t x_t^T A y_t - T v``.
+A fixed max-min optimizer gains ``Theta(1/eta)`` by sweeping the learner off its ``N`` suboptimal actions
+(zero when ``N = 0``); a best-responding optimizer gains ``Theta(eta T)``; non-steep regularisers eliminate
+suboptimal actions in finite time, steep ones leave a vanishing tail.
+"""
+
+from .ftrl import REGULARIZERS, STEEP, ftrl_log_strategy, ftrl_regret_bound, ftrl_strategy, project_simplex
+from .games import (
+    PlantedGame,
+    circulant_game,
+    learner_action_gaps,
+    maxmin_strategy,
+    planted_game,
+    random_gaussian_game,
+    rock_paper_scissors,
+)
+from .surplus import (
+    BestResponseTrajectory,
+    FixedOptimizerTrajectory,
+    best_response_dynamics,
+    elimination_round,
+    euclidean_elimination_time,
+    euclidean_sweeping_surplus,
+    fixed_optimizer_dynamics,
+    hedge_sweeping_surplus,
+)
+
+__all__ = [
+    "REGULARIZERS",
+    "STEEP",
+    "BestResponseTrajectory",
+    "FixedOptimizerTrajectory",
+    "PlantedGame",
+    "best_response_dynamics",
+    "circulant_game",
+    "elimination_round",
+    "euclidean_elimination_time",
+    "euclidean_sweeping_surplus",
+    "fixed_optimizer_dynamics",
+    "ftrl_log_strategy",
+    "ftrl_regret_bound",
+    "ftrl_strategy",
+    "hedge_sweeping_surplus",
+    "learner_action_gaps",
+    "maxmin_strategy",
+    "planted_game",
+    "project_simplex",
+    "random_gaussian_game",
+    "rock_paper_scissors",
+]

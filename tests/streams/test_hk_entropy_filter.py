@@ -1,0 +1,312 @@
+"""Tests for the Kontoyiannis H_K estimator, the entropy-rate filter and the collapse-loop trigram LM."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from neurips26.harness.testing import assert_quick_verdict
+from neurips26.streams.hk_entropy_filter import (
+    EntropyRateFilter,
+    TrigramLM,
+    entropy_rate,
+    match_lengths,
+    naive_match_lengths,
+    stdlib_docstrings,
+    tokenize,
+)
+from neurips26.streams.hk_entropy_filter import hk_estimator as hk
+from neurips26.streams.hk_entropy_filter.experiment import markov_entropy_rate, sample_markov
+
+TEXT = (
+    "Return a new list containing all items from the iterable in ascending order. A custom key function "
+    "can be supplied to customize the sort order, and the reverse flag can be set to request the result "
+    "in descending order. The sort is stable: it never changes the relative order of elements that compare "
+    "equal, which is helpful for sorting in multiple passes, for example by department and then by salary."
+)
+
+
+# --- estimator: exact agreement with the naive reference ----------------------------------------------------
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(0, 3), min_size=2, max_size=60), st.integers(2, 12))
+def test_match_lengths_equal_naive_reference(xs, window):
+    x = np.array(xs)
+    assert np.array_equal(match_lengths(x), naive_match_lengths(x))
+    assert np.array_equal(match_lengths(x, window=window), naive_match_lengths(x, window=window))
+
+
+def test_match_lengths_hand_example():
+    # "aaabab": Lambda_1 = 1; i=2: "aa" capped by the past length 1 -> 2; i=3: "ab" unseen -> 2
+    assert match_lengths(list("aaabab")).tolist() == [1, 2, 2, 1, 3, 2]
+    assert naive_match_lengths(list("aaabab")).tolist() == [1, 2, 2, 1, 3, 2]
+
+
+def test_suffix_array_fallback_equals_pydivsufsort_path(monkeypatch):
+    rng = np.random.default_rng(1)
+    for alphabet in (1, 2, 5, 50):
+        x = rng.integers(0, alphabet, 700)
+        expected = naive_match_lengths(x[:300])
+        assert np.array_equal(match_lengths(x[:300]), expected)
+        fast = match_lengths(x)
+        monkeypatch.setattr(hk, "_pds", None)
+        assert np.array_equal(match_lengths(x), fast)
+        monkeypatch.undo()
+
+
+def test_lpf_matches_pydivsufsort_peer():
+    pds = pytest.importorskip("pydivsufsort")
+    rng = np.random.default_rng(2)
+    x = rng.integers(0, 4, 20_000)
+    ids = np.unique(x, return_inverse=True)[1].astype(np.int64)
+    assert np.array_equal(hk._longest_previous_factor(ids), np.asarray(pds.longest_previous_factor(ids)))
+
+
+@pytest.mark.parametrize("window", [None, 3, 9])
+def test_batched_diagonal_path_equals_naive(window):
+    rng = np.random.default_rng(3)
+    docs = [rng.integers(0, int(rng.integers(1, 5)), int(rng.integers(2, 50))) for _ in range(80)]
+    ids = [np.unique(d, return_inverse=True)[1] for d in docs]
+    for d, lam in zip(docs, hk._many_match_lengths(ids, window, short=30)):
+        assert np.array_equal(lam, naive_match_lengths(d, window=window))
+
+
+@pytest.mark.parametrize("variant,window", [("increasing", None), ("bagrow", None), ("window", 16)])
+def test_entropy_rate_fast_equals_naive(variant, window):
+    words = tokenize(TEXT)
+    fast = entropy_rate(words, variant=variant, window=window)
+    assert fast == pytest.approx(entropy_rate(words, variant=variant, window=window, method="naive"), abs=0)
+
+
+def test_string_input_equals_tokens_and_char_unit():
+    assert entropy_rate(TEXT) == entropy_rate(tokenize(TEXT))
+    assert entropy_rate(TEXT, unit="char") == entropy_rate(list(TEXT))
+    assert tokenize("Hello, World_1 x") == ["hello", "world_1", "x"]
+
+
+# --- estimator: known entropy rates -------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "P",
+    [
+        np.array([[0.5, 0.5], [0.5, 0.5]]),  # fair coin, H = 1
+        np.full((4, 4), 0.25),  # uniform on 4 symbols, H = 2
+        np.array([[0.9, 0.1], [0.3, 0.7]]),
+        np.array([[0.1, 0.6, 0.3], [0.5, 0.25, 0.25], [0.3, 0.3, 0.4]]),
+    ],
+)
+def test_known_markov_sources(P):
+    h = markov_entropy_rate(P)
+    x = sample_markov(P, 20_000, np.random.default_rng(4))
+    assert abs(entropy_rate(x, variant="bagrow") / h - 1) <= 0.08
+    assert 0.78 <= entropy_rate(x) / h <= 1.02  # the increasing variant is biased low (documented)
+    assert 0.75 <= entropy_rate(x, variant="window", window=512) / h <= 1.02  # also biased low
+
+
+def test_markov_entropy_rate_closed_form():
+    assert markov_entropy_rate(np.full((4, 4), 0.25)) == pytest.approx(2.0)
+    P = np.array([[0.9, 0.1], [0.3, 0.7]])
+    pi = np.array([0.75, 0.25])
+    h = -(pi * (P * np.log2(P)).sum(1)).sum()
+    assert markov_entropy_rate(P) == pytest.approx(h)
+
+
+def test_periodic_sequence_has_tiny_entropy():
+    assert entropy_rate([0, 1, 2] * 2000, variant="bagrow") < 0.05
+
+
+# --- monotonicity -------------------------------------------------------------------------------------------
+def test_duplication_lowers_and_shuffling_raises():
+    words = tokenize(TEXT * 3)
+    rng = np.random.default_rng(5)
+    assert entropy_rate(words + words) < entropy_rate(words)
+    shuffled = [entropy_rate([words[i] for i in rng.permutation(len(words))]) for _ in range(5)]
+    assert np.mean(shuffled) > entropy_rate(words)
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.lists(st.integers(0, 30), min_size=20, max_size=120))
+def test_duplication_never_raises_bagrow(xs):
+    assert entropy_rate(xs + xs, variant="bagrow") < entropy_rate(xs, variant="bagrow") + 1e-12
+
+
+# --- bad input ----------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "x,err,match",
+    [
+        ([], ValueError, "empty"),
+        ("", ValueError, "at least 2"),
+        ([7], ValueError, "at least 2"),
+        (42, TypeError, "x must be"),
+        (None, TypeError, "x must be"),
+        ({1: 2}, TypeError, "x must be"),
+        (np.zeros((3, 3), dtype=int), ValueError, "1-D"),
+        (np.array([0.5, 1.5, 0.5]), TypeError, "integer"),
+        ([[1], [2], [3]], TypeError, "hashable"),
+    ],
+)
+def test_entropy_rate_bad_input(x, err, match):
+    with pytest.raises(err, match=match):
+        entropy_rate(x)
+
+
+def test_entropy_rate_bad_parameters():
+    x = list(range(10))
+    with pytest.raises(ValueError, match="variant"):
+        entropy_rate(x, variant="lz")
+    with pytest.raises(ValueError, match="window"):
+        entropy_rate(x, variant="window")
+    with pytest.raises(ValueError, match="window"):
+        entropy_rate(x, variant="window", window=1)
+    with pytest.raises(ValueError, match="window"):
+        entropy_rate(x, window=4)
+    with pytest.raises(ValueError, match="window"):
+        entropy_rate(x, variant="window", window=10)
+    with pytest.raises(ValueError, match="unit"):
+        entropy_rate("a b c", unit="byte")
+    with pytest.raises(ValueError, match="method"):
+        entropy_rate(x, method="fft")
+    with pytest.raises(ValueError, match="window"):
+        match_lengths(x, window=0)
+    with pytest.raises(ValueError, match="unit"):
+        naive_match_lengths(x, unit="sentence")
+    with pytest.raises(TypeError, match="text"):
+        tokenize(123)
+
+
+# --- the filter ---------------------------------------------------------------------------------------------
+def _docs(rng, n=40):
+    vocab = tokenize(TEXT)
+    out = []
+    for _ in range(n):
+        length = int(rng.integers(40, 90))
+        period = int(rng.integers(2, 40))  # small period -> repetitive, low H_K
+        base = [vocab[i] for i in rng.integers(0, len(vocab), period)]
+        out.append(" ".join((base * (length // period + 1))[:length]))
+    return out
+
+
+def test_filter_keeps_top_fraction_by_hk():
+    docs = _docs(np.random.default_rng(6))
+    f = EntropyRateFilter(keep_fraction=0.25, length_adjust=False)
+    kept = f.fit_transform(docs)
+    assert len(kept) == 10
+    h = np.array([entropy_rate(d) for d in docs])
+    np.testing.assert_allclose(f.scores_, h)
+    assert set(f.selected_) == set(np.argsort(-h, kind="stable")[:10])
+    assert kept == [docs[i] for i in sorted(f.selected_)]
+    assert f.transform(docs) == kept  # no ties in this pool
+
+
+def test_filter_length_adjustment_removes_length_trend():
+    rng = np.random.default_rng(7)
+    docs = [rng.integers(0, 50, int(n)) for n in rng.integers(20, 400, 60)]
+    f = EntropyRateFilter(keep_fraction=0.5).fit(docs)
+    lengths = np.log2([d.size for d in docs])
+    assert np.corrcoef(f.scores_, lengths)[0, 1] > 0.5  # the raw estimate is length-biased
+    assert abs(np.corrcoef(f.ranking_scores_, lengths)[0, 1]) < 1e-8
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.integers(1, 30), st.floats(0.01, 1.0))
+def test_filter_kept_count(n_docs, q):
+    rng = np.random.default_rng(n_docs)
+    docs = [rng.integers(0, 5, 30) for _ in range(n_docs)]
+    kept = EntropyRateFilter(keep_fraction=q).fit_transform(docs)
+    assert len(kept) == max(1, int(round(q * n_docs)))
+
+
+def test_filter_bad_input():
+    with pytest.raises(ValueError, match="keep_fraction"):
+        EntropyRateFilter(keep_fraction=0).fit(["a b c"])
+    with pytest.raises(ValueError, match="keep_fraction"):
+        EntropyRateFilter(keep_fraction=1.5).fit(["a b c"])
+    with pytest.raises(ValueError, match="keep_fraction"):
+        EntropyRateFilter(keep_fraction=True).fit(["a b c"])
+    with pytest.raises(ValueError, match="window"):
+        EntropyRateFilter(variant="window").fit(["a b c"])
+    with pytest.raises(ValueError, match="unit"):
+        EntropyRateFilter(unit="line").fit(["a b c"])
+    with pytest.raises(ValueError, match="empty"):
+        EntropyRateFilter().fit([])
+    with pytest.raises(TypeError, match="documents"):
+        EntropyRateFilter().fit("a single string")
+    with pytest.raises(TypeError, match="documents"):
+        EntropyRateFilter().fit(17)
+    with pytest.raises(ValueError, match=r"documents\[1\]"):
+        EntropyRateFilter().fit(["a b c", "x"])
+    with pytest.raises(ValueError, match="not fitted"):
+        EntropyRateFilter().transform(["a b c"])
+
+
+# --- the trigram LM -----------------------------------------------------------------------------------------
+def test_trigram_lm_distributions_are_normalized_and_deterministic():
+    rng = np.random.default_rng(8)
+    docs = [rng.integers(1, 30, int(rng.integers(5, 40))) for _ in range(50)]
+    lm = TrigramLM(30, top_k=5).fit(docs)
+    for table in (lm.trigram_, lm.bigram_):
+        ctx = table.lookup // 30
+        sums = np.bincount(np.unique(ctx, return_inverse=True)[1], weights=np.exp(table.logp))
+        np.testing.assert_allclose(sums, 1.0)
+    a = lm.sample(np.full(20, 30), 3)
+    b = lm.sample(np.full(20, 30), 3)
+    assert all(np.array_equal(x, y) for x, y in zip(a, b))
+    assert all(x.min() >= 1 and x.max() < 30 for x in a)
+    lp = lm.mean_logprob(a)
+    assert lp.shape == (20,) and np.all(np.isfinite(lp)) and np.all(lp <= 0)
+
+
+def test_trigram_lm_greedy_reproduces_a_deterministic_corpus():
+    doc = np.array([1, 2, 3, 4] * 10)
+    lm = TrigramLM(5, top_k=1).fit([doc])
+    assert np.array_equal(lm.sample(np.array([40]), 0)[0], doc)
+
+
+def test_trigram_lm_sampling_matches_tempered_topk():
+    doc = np.array([1, 1, 2, 1, 1, 3] * 200)  # after (1, 1): 2 or 3 with equal counts
+    lm = TrigramLM(4, top_k=2, temperature=0.5, backoff_candidates=0).fit([doc])
+    out = np.concatenate(lm.sample(np.full(4000, 3), 9))
+    third = out[2::3]
+    assert abs(np.mean(third == 2) - 0.5) < 0.03
+
+
+def test_trigram_lm_bad_input():
+    with pytest.raises(ValueError, match="vocab_size"):
+        TrigramLM(1).fit([np.array([1, 1])])
+    with pytest.raises(ValueError, match="discount"):
+        TrigramLM(5, discount=1.0).fit([np.array([1, 2])])
+    with pytest.raises(ValueError, match="top_k"):
+        TrigramLM(5, top_k=0).fit([np.array([1, 2])])
+    with pytest.raises(ValueError, match="temperature"):
+        TrigramLM(5, temperature=0).fit([np.array([1, 2])])
+    with pytest.raises(ValueError, match="backoff_candidates"):
+        TrigramLM(5, backoff_candidates=-1).fit([np.array([1, 2])])
+    with pytest.raises(ValueError, match="docs"):
+        TrigramLM(5).fit([])
+    with pytest.raises(ValueError, match="token ids"):
+        TrigramLM(5).fit([np.array([1, 7])])
+    with pytest.raises(ValueError, match="token ids"):
+        TrigramLM(5).fit([np.array([0, 1])])
+    lm = TrigramLM(5).fit([np.array([1, 2, 3])])
+    with pytest.raises(ValueError, match="lengths"):
+        lm.sample(np.array([0]))
+
+
+def test_stdlib_corpus_is_deterministic_and_bounded():
+    a = stdlib_docstrings(max_chars=20_000)
+    assert a == stdlib_docstrings(max_chars=20_000)
+    assert 20_000 <= sum(map(len, a)) < 40_000
+    with pytest.raises(ValueError, match="max_chars"):
+        stdlib_docstrings(max_chars=0)
+
+
+def test_field_package_exports():
+    from neurips26.streams import EntropyRateFilter as F
+    from neurips26.streams import entropy_rate as e
+
+    assert F is EntropyRateFilter and e is entropy_rate
+
+
+@pytest.mark.experiment
+def test_quick_reproduction(tmp_path):
+    assert_quick_verdict("hk-entropy-filter", tmp_path)
