@@ -156,8 +156,14 @@ def run(
         bool, typer.Option("--quick/--full", help="quick (~1 min, CI) or full (paper scale)")
     ] = True,
     seed: Annotated[int, typer.Option(help="master seed")] = 0,
+    seeds: Annotated[
+        str | None, typer.Option(help="seed sweep, e.g. '0-9' or '0,3,7': median and spread per check")
+    ] = None,
     out: Annotated[Path, typer.Option(help="results folder")] = Path("results"),
     as_json: Annotated[bool, typer.Option("--json", help="print the result JSON instead of tables")] = False,
+    executor: Annotated[str, typer.Option(help="local | dask | dask-local")] = "local",
+    scheduler: Annotated[str | None, typer.Option(help="Dask scheduler address, tcp://HOST:PORT")] = None,
+    jobs: Annotated[int, typer.Option(help="parallel experiments (local pool or dask-local workers)")] = 1,
 ) -> None:
     """Run reproduction experiments; write OUT/<slug>/result.json and figures; print tables and verdicts.
 
@@ -165,7 +171,8 @@ def run(
     """
     from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-    from .harness.runner import ExperimentNotAvailable, run_experiment
+    from .harness.executor import EXECUTORS, SchedulerUnreachable, parse_seeds, run_many
+    from .harness.runner import ExperimentNotAvailable, load_experiment
 
     if all_:
         chosen = [p.slug for p in papers.PAPERS if p.has_experiment]
@@ -178,40 +185,69 @@ def run(
         if bad:
             err_console.print(f"unknown slug(s): {', '.join(bad)}; see `neurips26 list`")
             raise typer.Exit(2)
-    mode = "quick" if quick else "full"
-    results = []
+    if executor not in EXECUTORS:
+        err_console.print(f"--executor must be one of {', '.join(EXECUTORS)}, got {executor!r}")
+        raise typer.Exit(2)
+    try:
+        seed_list = parse_seeds(seeds) if seeds else [seed]
+    except ValueError as err:
+        err_console.print(str(err))
+        raise typer.Exit(2) from None
     failed = False
+    runnable = []
+    for slug in chosen:  # fail fast, before any work, on papers without an experiment
+        try:
+            load_experiment(slug)
+            runnable.append(slug)
+        except ExperimentNotAvailable as err:
+            err_console.print(str(err))
+            failed = True
+    mode = "quick" if quick else "full"
     columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn())
+    total = len(runnable) * len(seed_list)
     with Progress(*columns, console=err_console if as_json else console, transient=True) as progress:
-        overall = progress.add_task(f"{len(chosen)} experiment(s), {mode} mode", total=len(chosen))
-        for slug in chosen:
-            try:
-                result = run_experiment(
-                    slug, mode=mode, seed=seed, out_dir=out, progress_sink=_RichSink(progress)
-                )
-            except ExperimentNotAvailable as err:
-                err_console.print(str(err))
-                failed = True
-                progress.advance(overall)
-                continue
-            results.append(result)
-            failed |= result["status"] == "error"
+        overall = progress.add_task(f"{total} experiment run(s), {mode} mode, {executor}", total=total)
+
+        def on_result(result: dict[str, Any]) -> None:
             progress.advance(overall)
-            if not as_json:
+            if not as_json and len(seed_list) == 1:
                 progress.console.print()
                 _print_result(result)
+
+        try:
+            results = run_many(
+                runnable,
+                mode=mode,
+                seeds=seed_list,
+                out_dir=out,
+                executor=executor,
+                jobs=jobs,
+                scheduler=scheduler,
+                on_result=on_result,
+                progress_sink=_RichSink(progress),
+            )
+        except (SchedulerUnreachable, ValueError, ImportError) as err:
+            err_console.print(str(err))
+            raise typer.Exit(2) from None
+    failed |= any(r["status"] == "error" for r in results)
     if as_json:
         payload = results[0] if len(results) == 1 else results
         sys.stdout.write(json.dumps(payload, indent=2) + "\n")
     elif len(results) > 1:
         summary = Table(title="verdicts")
-        for col in ("slug", "mode", "verdict", "checks passed", "seconds"):
+        for col in ("slug", "seed", "mode", "verdict", "checks passed", "seconds"):
             summary.add_column(col)
         for r in results:
             verdict = "error" if r["status"] == "error" else r["verdict"]
             passed = f"{sum(c['passed'] for c in r['checks'])}/{len(r['checks'])}"
-            summary.add_row(r["slug"], r["mode"], _styled(verdict), passed, f"{r['total_seconds']:.1f}")
+            summary.add_row(
+                r["slug"], str(r["seed"]), r["mode"], _styled(verdict), passed, f"{r['total_seconds']:.1f}"
+            )
         console.print(summary)
+    if len(seed_list) > 1:
+        console.print(
+            f"seed sweep summaries: {out}/<slug>/sweep-{mode}.json (median and spread of every check)"
+        )
     if failed:
         raise typer.Exit(1)
 

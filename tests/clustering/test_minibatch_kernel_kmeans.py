@@ -188,3 +188,34 @@ def test_quick_reproduction(tmp_path):
     by_name = {c["name"]: c for c in result["checks"]}
     assert by_name["speedup over full batch at n = 20000"]["passed"]
     assert by_name["ARI(ours) - ARI(full batch)"]["passed"]
+
+
+def test_partial_fit_on_a_stream_of_batches(blobs):
+    X, y = blobs
+    est = MiniBatchKernelKMeans(4, tau=5, random_state=0)
+    rng = np.random.default_rng(0)
+    for _ in range(15):
+        est.partial_fit(X[rng.integers(0, len(X), 128)])
+    assert est.n_iter_ == 15
+    assert adjusted_rand_score(y, est.predict(X)) > 0.9
+    assert len(est.support_weights_) <= 5 * 128
+    # one partial_fit on the whole data, alpha = 1, no truncation: one Lloyd step from the same seeds
+    C0 = X[[0, 100, 200, 300]]
+    pf = MiniBatchKernelKMeans(4, gamma=0.3, tau=None, learning_rate=1.0, init=C0).partial_fit(X)
+    lloyd = KernelKMeans(4, gamma=0.3, max_iter=1, init=C0).fit(X)
+    np.testing.assert_allclose(pf.transform(X), lloyd.transform(X), atol=1e-10)
+
+
+def test_partial_fit_bad_input_leaves_state_intact(blobs):
+    X, _ = blobs
+    est = MiniBatchKernelKMeans(4, gamma=0.3, random_state=0).partial_fit(X[:100])
+    before = est.support_weights_.copy()
+    with pytest.raises(ValueError, match="features"):
+        est.partial_fit(np.zeros((10, 5)))
+    bad = X[:10].copy()
+    bad[0, 0] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        est.partial_fit(bad)
+    np.testing.assert_array_equal(est.support_weights_, before)
+    with pytest.raises(ValueError, match="n_clusters"):
+        MiniBatchKernelKMeans(4).partial_fit(X[:3])

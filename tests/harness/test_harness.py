@@ -84,9 +84,27 @@ def test_run_experiment_writes_documented_schema(tmp_path, monkeypatch):
     result = run_experiment("maxsketch", mode="quick", seed=3, out_dir=tmp_path)
     stored = json.loads((tmp_path / "maxsketch" / "result.json").read_text())
     assert stored == json.loads(json.dumps(result))
-    for key in ("schema_version", "slug", "title", "tier", "mode", "seed", "status", "verdict", "expected_verdict",
-                "expected_reason", "checks", "tables", "figures", "timings", "total_seconds", "metrics", "notes",
-                "environment", "started_at"):
+    for key in (
+        "schema_version",
+        "slug",
+        "title",
+        "tier",
+        "mode",
+        "seed",
+        "status",
+        "verdict",
+        "expected_verdict",
+        "expected_reason",
+        "checks",
+        "tables",
+        "figures",
+        "timings",
+        "total_seconds",
+        "metrics",
+        "notes",
+        "environment",
+        "started_at",
+    ):
         assert key in stored, key
     assert stored["status"] == "ok" and stored["verdict"] == "reproduced" and stored["seed"] == 3
     assert set(stored["checks"][0]) == {"name", "measured", "op", "threshold", "passed", "note"}

@@ -70,7 +70,14 @@ def write_report(out: str | Path = "results") -> tuple[Path, Path]:
     n_status = {s: sum(r["paper"].status == s for r in rows) for s in papers.STATUSES}
     counts = ", ".join(f"{n} {s}" for s, n in n_status.items() if n)
 
-    md = ["# neurips26 reproduction report", "", f"{len(rows)} papers: {counts}.", "", _md_table(header, body), ""]
+    md = [
+        "# neurips26 reproduction report",
+        "",
+        f"{len(rows)} papers: {counts}.",
+        "",
+        _md_table(header, body),
+        "",
+    ]
     sections_html = []
     for r in rows:
         p = r["paper"]
@@ -83,7 +90,9 @@ def write_report(out: str | Path = "results") -> tuple[Path, Path]:
         if p.status_note:
             md += [f"**Status note:** {p.status_note}", ""]
         sec = [f"<h2 id='{p.slug}'>{_html.escape(p.title)} (<code>{p.slug}</code>)</h2>"]
-        sec.append(f"<p><em>Tier {p.tier}; status <b>{p.status}</b>; code <code>{p.source_dir}/</code>.</em></p>")
+        sec.append(
+            f"<p><em>Tier {p.tier}; status <b>{p.status}</b>; code <code>{p.source_dir}/</code>.</em></p>"
+        )
         sec.append(f"<p><b>Claim checked</b> (digest): {_html.escape(p.check)}</p>")
         if p.status_note:
             sec.append(f"<p><b>Status note:</b> {_html.escape(p.status_note)}</p>")

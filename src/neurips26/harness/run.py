@@ -195,15 +195,11 @@ class Run:
         value = float(measured)
         finite = math.isfinite(value) or (math.isinf(value) and op != "==")
         passed = bool(finite and not math.isnan(value) and _OPS[op](value, threshold))
-        self.checks.append(
-            Check(name, value if math.isfinite(value) else None, op, threshold, passed, note)
-        )
+        self.checks.append(Check(name, value if math.isfinite(value) else None, op, threshold, passed, note))
         self.log(self.checks[-1].describe())
         return passed
 
-    def table(
-        self, rows: Sequence[Mapping[str, Any]], name: str = "results", caption: str = ""
-    ) -> None:
+    def table(self, rows: Sequence[Mapping[str, Any]], name: str = "results", caption: str = "") -> None:
         """Record a table (one mapping per row; columns in first-seen order)."""
         if not rows:
             raise ValueError("table needs at least one row")

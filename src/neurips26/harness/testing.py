@@ -20,9 +20,7 @@ def assert_quick_verdict(slug: str, out_dir: str | Path, seed: int = 0) -> dict[
     result = run_experiment(slug, mode="quick", seed=seed, out_dir=out_dir)
     assert result["status"] == "ok", f"{slug} experiment crashed:\n{result.get('error')}"
     failed = [c for c in result["checks"] if not c["passed"]]
-    lines = "\n".join(
-        f"  {c['name']}: measured {c['measured']} {c['op']} {c['threshold']}" for c in failed
-    )
+    lines = "\n".join(f"  {c['name']}: measured {c['measured']} {c['op']} {c['threshold']}" for c in failed)
     assert result["verdict"] == result["expected_verdict"], (
         f"{slug}: verdict {result['verdict']!r}, declared {result['expected_verdict']!r}; failed checks:\n{lines}"
     )

@@ -368,129 +368,28 @@ class MiniBatchKernelKMeans(_ImplicitCentresMixin, ClusterMixin, TransformerMixi
         return np.where(counts > 0, a, 0.0)
 
     def fit(self, X, y=None):
+        """Run mini-batch iterations on batches sampled from X, then label all of X in one chunked pass."""
         X = validate_data(self, X, dtype=np.float64, ensure_min_samples=2)
         self._check_minibatch_params()
         n, k = X.shape[0], self.n_clusters
         if k > n:
             raise ValueError(f"n_clusters={k} must be <= n_samples={n}")
         rng = check_random_state(self.random_state)
-        self._kernel_fn, self.gamma_ = make_kernel(
-            self.kernel, self.gamma, X, random_state=rng.randint(2**31 - 1)
-        )
-        kfn = self._kernel_fn
         b = min(self.batch_size, n)
-        full_batch = self.batch_size >= n
-        init_size = self.init_size or 3 * b
-
-        # --- seeding on a uniform sample: cost independent of n ---------------------------------------------
-        seed_est = self if isinstance(self.init, str) else None
-        if seed_est is not None:
-            sample = rng.choice(n, min(init_size, n), replace=False)
-            Xs = X[sample]
-            C0 = (
-                Xs[kernel_kmeans_plusplus(Xs, k, kfn, kernel_diagonal(kfn, Xs, self.kernel), rng)]
-                if self.init == "k-means++"
-                else Xs[rng.choice(len(Xs), k, replace=False)]
-            )
-        else:
-            C0 = _initial_centres(self, X, kfn, None, rng)  # explicit array: validated there
-        # The support pool: rows 0..k-1 are the initial centre points, row k + i is X[i].
-        pool = np.vstack([C0, X])
-        sup_idx = np.arange(k)  # indices into pool
-        sup_owner = np.arange(k)
-        sup_w = np.ones(k)
-        sup_age = np.zeros(k, dtype=int)
-        N = kernel_diagonal(kfn, C0, self.kernel)
-        seen = np.zeros(k)
+        self._start(X, rng, sample_size=self.init_size or 3 * b)
         batch_objective, improvement, iter_seconds = [], [], []
-
         for it in range(1, self.max_iter + 1):
             t0 = time.perf_counter()
-            B = np.arange(n) if full_batch else rng.randint(n, size=b)
-            XB = X[B]
-            # (1): distances of the batch to every centre
-            Kb = kfn(XB, pool[sup_idx])  # b x L
-            W = np.zeros((len(sup_idx), k))
-            W[np.arange(len(sup_idx)), sup_owner] = sup_w
-            cross = Kb @ W
-            diagB = kernel_diagonal(kfn, XB, self.kernel)
-            D = diagB[:, None] - 2 * cross + N[None, :]
-            labels = np.argmin(D, axis=1)
-            f_old = float(np.maximum(D[np.arange(b), labels], 0).mean())
-            counts = np.bincount(labels, minlength=k).astype(float)
-            a = self._rates(counts, seen, b)
-            seen += counts
-            # (2): centre update with the batch means; A[x, j] = a_j / b_j for x assigned to j
-            # truncation first (it commutes with the (1 - a) scaling): drop what was added more than tau batches
-            # ago from the old centre C_j = kept + dropped, keeping the cross terms and N_j exact
-            if self.tau is not None:
-                drop = sup_age <= it - self.tau  # after appending batch it, batches it-tau+1..it remain
-                for j in np.unique(sup_owner[drop]):
-                    mine = sup_owner == j
-                    if drop[
-                        mine
-                    ].all():  # a centre idle for tau batches keeps its latest entries, never vanishes
-                        drop[mine & (sup_age == sup_age[mine].max())] = False
-                if drop.any():
-                    W_drop = np.zeros((int(drop.sum()), k))
-                    W_drop[np.arange(W_drop.shape[0]), sup_owner[drop]] = sup_w[drop]
-                    cross = cross - Kb[:, drop] @ W_drop
-                    keep = ~drop
-                    for j in np.unique(sup_owner[drop]):
-                        dj, kj = drop & (sup_owner == j), keep & (sup_owner == j)
-                        wd, wk = sup_w[dj], sup_w[kj]
-                        Pd = pool[sup_idx[dj]]
-                        # ||C - D||^2 = ||C||^2 - 2<K, D> - ||D||^2 for C = K + D
-                        N[j] = N[j] - 2 * (wd @ kfn(Pd, pool[sup_idx[kj]]) @ wk) - wd @ kfn(Pd, Pd) @ wd
-                    if self.truncation == "renormalize":
-                        total = np.bincount(sup_owner, weights=sup_w, minlength=k)
-                        kept = np.bincount(sup_owner[keep], weights=sup_w[keep], minlength=k)
-                        scale = np.where(kept > 0, total / np.where(kept > 0, kept, 1), 1.0)
-                        # scaling the kept centre by s_j scales its cross terms by s_j and N_j by s_j^2
-                        cross, N, sup_w = cross * scale[None, :], N * scale**2, sup_w * scale[sup_owner]
-                    sup_idx, sup_owner, sup_w, sup_age = (
-                        sup_idx[keep],
-                        sup_owner[keep],
-                        sup_w[keep],
-                        sup_age[keep],
-                    )
-            # (2): C_j <- (1 - a_j) C_j + a_j cm(B_j); A[x, j] = a_j / b_j for the batch points x assigned to j
-            KBB = kfn(XB, XB)
-            A = np.zeros((b, k))
-            A[np.arange(b), labels] = a[labels] / counts[labels]
-            KBB_A = KBB @ A
-            N = (
-                (1 - a) ** 2 * N
-                + 2 * (1 - a) * np.einsum("ij,ij->j", A, cross)
-                + np.einsum("ij,ij->j", A, KBB_A)
-            )
-            cross_new = (1 - a)[None, :] * cross + KBB_A
-            sup_w = sup_w * (1 - a)[sup_owner]
-            # append the batch points (weight a_j / b_j), merging repeated (centre, point) pairs by index
-            new = a[labels] > 0
-            sup_idx, sup_owner, sup_w, sup_age = _merge_support(
-                np.concatenate([sup_idx, B[new] + k]),
-                np.concatenate([sup_owner, labels[new]]),
-                np.concatenate([sup_w, A[np.arange(b), labels][new]]),
-                np.concatenate([sup_age, np.full(int(new.sum()), it)]),
-                n + k,
-            )
-            if it % self.recompute_every == 0:
-                N = _exact_norms(kfn, pool, sup_idx, sup_owner, sup_w, k)
-            D_new = diagB[:, None] - 2 * cross_new + N[None, :]
-            f_new = float(np.maximum(D_new.min(axis=1), 0).mean())
+            B = np.arange(n) if self.batch_size >= n else rng.randint(n, size=b)
+            f_old, f_new, _ = self._step(X[B], B)  # point identities = row indices: repeats merge
             batch_objective.append(f_old)
             improvement.append(f_old - f_new)
             iter_seconds.append(time.perf_counter() - t0)
             self.n_iter_ = it
             if f_old - f_new < self.tol:
                 break
-
-        N = _exact_norms(kfn, pool, sup_idx, sup_owner, sup_w, k)
-        self.support_vectors_ = pool[sup_idx]
-        self.support_owner_ = sup_owner
-        self.support_weights_ = sup_w
-        self.center_norms_ = N
+        self._finish()
+        self._next_id = n  # a later partial_fit continues from here with fresh point identities
         self.batch_objective_ = np.asarray(batch_objective)
         self.batch_improvement_ = np.asarray(improvement)
         self.iteration_seconds_ = np.asarray(iter_seconds)
@@ -499,24 +398,162 @@ class MiniBatchKernelKMeans(_ImplicitCentresMixin, ClusterMixin, TransformerMixi
         self.inertia_ = float(D_all[np.arange(n), self.labels_].sum())
         return self
 
+    def partial_fit(self, X, y=None):
+        """One mini-batch iteration on the batch X (for streams, or data that never sits in one process).
 
-def _merge_support(idx, owner, w, age, n_pool):
-    """Merge repeated (centre, pool index) entries (weights add, the age is the latest) and drop zero weights."""
-    key = owner.astype(np.int64) * n_pool + idx
-    uniq, inv = np.unique(key, return_inverse=True)
-    w_m = np.bincount(inv, weights=w, minlength=len(uniq))
-    age_m = np.zeros(len(uniq), dtype=int)
+        The first call fixes the kernel bandwidth (median heuristic on that batch when ``gamma=None``) and seeds
+        the centres by kernel k-means++ on it, so it needs at least ``n_clusters`` rows. ``labels_`` and
+        ``inertia_`` then refer to the last batch. ``tol`` and ``max_iter`` do not apply.
+        """
+        first = not hasattr(self, "_state")
+        X = validate_data(self, X, dtype=np.float64, reset=first, ensure_min_samples=1)
+        if first:
+            self._check_minibatch_params()
+            if self.n_clusters > X.shape[0]:
+                raise ValueError(
+                    f"n_clusters={self.n_clusters} must be <= the first batch's {X.shape[0]} rows"
+                )
+            self._partial_rng = check_random_state(self.random_state)
+            self._start(X, self._partial_rng, sample_size=X.shape[0])
+            self.n_iter_ = 0
+            self._next_id = 0
+        # fresh identities: points of different calls are never merged (they may differ even if equal)
+        ids = self._next_id + np.arange(X.shape[0])
+        self._next_id += X.shape[0]
+        f_old, _, D = self._step(X, ids)
+        self.n_iter_ += 1
+        self._finish()
+        self.labels_ = np.argmin(D, axis=1)
+        self.inertia_ = float(np.maximum(D[np.arange(len(X)), self.labels_], 0).sum())
+        return self
+
+    # --- the algorithm state: centres as weighted support points ----------------------------------------
+    def _start(self, X: np.ndarray, rng: np.random.RandomState, sample_size: int) -> None:
+        """Resolve the kernel and seed the centres on a uniform sample (cost independent of n)."""
+        k = self.n_clusters
+        self._kernel_fn, self.gamma_ = make_kernel(
+            self.kernel, self.gamma, X, random_state=rng.randint(2**31 - 1)
+        )
+        kfn = self._kernel_fn
+        if isinstance(self.init, str):
+            sample = rng.choice(len(X), min(sample_size, len(X)), replace=False)
+            Xs = X[sample]
+            if self.init == "k-means++":
+                C0 = Xs[kernel_kmeans_plusplus(Xs, k, kfn, kernel_diagonal(kfn, Xs, self.kernel), rng)]
+            else:
+                C0 = Xs[rng.choice(len(Xs), k, replace=False)]
+        else:
+            C0 = _initial_centres(self, X, kfn, None, rng)  # explicit array: validated there
+        # support entry: identity (seeds get ids -1..-k), coordinates, owning centre, weight, batch of addition
+        self._state = {
+            "ids": -1 - np.arange(k, dtype=np.int64),
+            "points": C0.copy(),
+            "owner": np.arange(k),
+            "w": np.ones(k),
+            "age": np.zeros(k, dtype=int),
+            "N": kernel_diagonal(kfn, C0, self.kernel),
+            "seen": np.zeros(k),
+            "it": 0,
+        }
+
+    def _step(self, XB: np.ndarray, ids_B: np.ndarray) -> tuple[float, float, np.ndarray]:
+        """One iteration on batch XB: assignment (1), truncation, centre and norm update (2), merge.
+
+        Returns f_B(C_i), f_B(C_{i+1}) and the batch's squared distances to the old centres.
+        """
+        st, kfn, k = self._state, self._kernel_fn, self.n_clusters
+        st["it"] += 1
+        it, b = st["it"], XB.shape[0]
+        ids, P, owner, w, age, N = st["ids"], st["points"], st["owner"], st["w"], st["age"], st["N"]
+        # (1): distances of the batch to every centre
+        Kb = kfn(XB, P)  # b x L
+        W = np.zeros((len(w), k))
+        W[np.arange(len(w)), owner] = w
+        cross = Kb @ W
+        diagB = kernel_diagonal(kfn, XB, self.kernel)
+        D = diagB[:, None] - 2 * cross + N[None, :]
+        labels = np.argmin(D, axis=1)
+        f_old = float(np.maximum(D[np.arange(b), labels], 0).mean())
+        counts = np.bincount(labels, minlength=k).astype(float)
+        a = self._rates(counts, st["seen"], b)
+        st["seen"] += counts
+        # truncation first (it commutes with the (1 - a) scaling): drop what was added more than tau batches
+        # ago from the old centre C_j = kept + dropped, keeping the cross terms and N_j exact
+        if self.tau is not None:
+            drop = age <= it - self.tau  # after appending batch it, batches it-tau+1..it remain
+            for j in np.unique(owner[drop]):
+                mine = owner == j
+                if drop[mine].all():  # a centre idle for tau batches keeps its latest entries
+                    drop[mine & (age == age[mine].max())] = False
+            if drop.any():
+                W_drop = np.zeros((int(drop.sum()), k))
+                W_drop[np.arange(W_drop.shape[0]), owner[drop]] = w[drop]
+                cross = cross - Kb[:, drop] @ W_drop
+                keep = ~drop
+                N = N.copy()
+                for j in np.unique(owner[drop]):
+                    dj, kj = drop & (owner == j), keep & (owner == j)
+                    wd, wk = w[dj], w[kj]
+                    # ||C - D||^2 = ||C||^2 - 2<K, D> - ||D||^2 for C = K + D (kept + dropped)
+                    N[j] = N[j] - 2 * (wd @ kfn(P[dj], P[kj]) @ wk) - wd @ kfn(P[dj], P[dj]) @ wd
+                if self.truncation == "renormalize":
+                    total = np.bincount(owner, weights=w, minlength=k)
+                    kept = np.bincount(owner[keep], weights=w[keep], minlength=k)
+                    scale = np.where(kept > 0, total / np.where(kept > 0, kept, 1), 1.0)
+                    # scaling the kept centre by s_j scales its cross terms by s_j and N_j by s_j^2
+                    cross, N, w = cross * scale[None, :], N * scale**2, w * scale[owner]
+                ids, P, owner, w, age = ids[keep], P[keep], owner[keep], w[keep], age[keep]
+        # (2): C_j <- (1 - a_j) C_j + a_j cm(B_j); A[x, j] = a_j / b_j for the batch points x assigned to j
+        A = np.zeros((b, k))
+        A[np.arange(b), labels] = a[labels] / counts[labels]
+        KBB_A = kfn(XB, XB) @ A
+        N = (1 - a) ** 2 * N + 2 * (1 - a) * np.einsum("ij,ij->j", A, cross) + np.einsum("ij,ij->j", A, KBB_A)
+        cross_new = (1 - a)[None, :] * cross + KBB_A
+        w = w * (1 - a)[owner]
+        # append the batch points (weight a_j / b_j), merging repeated (centre, point) pairs by identity
+        new = a[labels] > 0
+        ids, P, owner, w, age = _merge_support(
+            np.concatenate([ids, ids_B[new]]),
+            np.vstack([P, XB[new]]),
+            np.concatenate([owner, labels[new]]),
+            np.concatenate([w, A[np.arange(b), labels][new]]),
+            np.concatenate([age, np.full(int(new.sum()), it)]),
+        )
+        if it % self.recompute_every == 0:
+            N = _exact_norms(kfn, P, owner, w, k)
+        st.update(ids=ids, points=P, owner=owner, w=w, age=age, N=N)
+        D_new = diagB[:, None] - 2 * cross_new + N[None, :]
+        return f_old, float(np.maximum(D_new.min(axis=1), 0).mean()), D
+
+    def _finish(self) -> None:
+        """Publish the centres (exact norms) as fitted attributes."""
+        st = self._state
+        self.support_vectors_ = st["points"]
+        self.support_owner_ = st["owner"]
+        self.support_weights_ = st["w"]
+        self.center_norms_ = _exact_norms(
+            self._kernel_fn, st["points"], st["owner"], st["w"], self.n_clusters
+        )
+
+
+def _merge_support(ids, points, owner, w, age):
+    """Merge repeated (centre, point identity) entries (weights add, the age is the latest); drop zero weights."""
+    pairs = np.stack([owner.astype(np.int64), ids.astype(np.int64)], axis=1)
+    _, first, inv = np.unique(pairs, axis=0, return_index=True, return_inverse=True)
+    inv = inv.ravel()
+    w_m = np.bincount(inv, weights=w, minlength=len(first))
+    age_m = np.zeros(len(first), dtype=int)
     np.maximum.at(age_m, inv, age)
     live = w_m > 0  # entries scaled to zero by a_j = 1 carry nothing: drop them
-    return (uniq % n_pool)[live], (uniq // n_pool)[live], w_m[live], age_m[live]
+    f = first[live]
+    return ids[f], points[f], owner[f], w_m[live], age_m[live]
 
 
-def _exact_norms(kfn, pool, sup_idx, sup_owner, sup_w, k) -> np.ndarray:
+def _exact_norms(kfn, points, owner, w, k) -> np.ndarray:
     """N_j = w_j^T K[S_j, S_j] w_j computed exactly, centre by centre (|S_j|^2 kernel evaluations each)."""
     N = np.zeros(k)
     for j in range(k):
-        m = sup_owner == j
+        m = owner == j
         if m.any():
-            P = pool[sup_idx[m]]
-            N[j] = float(sup_w[m] @ kfn(P, P) @ sup_w[m])
+            N[j] = float(w[m] @ kfn(points[m], points[m]) @ w[m])
     return N
