@@ -71,3 +71,13 @@ def test_unreachable_scheduler_names_the_address_and_keeps_results(tmp_path):
             connect_timeout="2s",
         )
     assert (tmp_path / "demo" / "result.json").read_text() == before
+
+
+def test_report_shows_sweep_median_and_spread(tmp_path):
+    from neurips26.harness.report import write_report
+
+    run_many(["maxsketch"], seeds=[0, 1, 2], out_dir=tmp_path, experiment=SELFTEST)
+    md, _ = write_report(tmp_path)
+    text = md.read_text()
+    assert "Seed sweep, quick mode, seeds [0, 1, 2]: 3 reproduced" in text
+    assert "| check | median | min | max | IQR | op | threshold | pass rate |" in text

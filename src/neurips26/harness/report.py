@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html as _html
+import json
 from pathlib import Path
 from typing import Any
 
@@ -30,8 +31,32 @@ def _collect(out: Path) -> list[dict[str, Any]]:
     rows = []
     for p in papers.PAPERS:
         by_mode = {m: load_result(p.slug, out, mode=m) for m in ("quick", "full")}
-        rows.append({"paper": p, "quick": by_mode["quick"], "full": by_mode["full"]})
+        sweeps = {}
+        for m in ("quick", "full"):
+            path = out / p.slug / f"sweep-{m}.json"
+            if path.exists():
+                sweeps[m] = json.loads(path.read_text())
+        rows.append({"paper": p, "quick": by_mode["quick"], "full": by_mode["full"], "sweeps": sweeps})
     return rows
+
+
+def _sweep_rows(sweep: dict[str, Any]) -> list[list[str]]:
+    return [
+        [
+            c["name"],
+            _fmt(c["median"]),
+            _fmt(c["min"]),
+            _fmt(c["max"]),
+            _fmt(c["iqr"]),
+            c["op"],
+            _fmt(c["threshold"]),
+            f"{c['pass_rate']:.0%}",
+        ]
+        for c in sweep["checks"]
+    ]
+
+
+SWEEP_HEADER = ["check", "median", "min", "max", "IQR", "op", "threshold", "pass rate"]
 
 
 def _checks_rows(result: dict[str, Any]) -> list[list[str]]:
@@ -82,7 +107,7 @@ def write_report(out: str | Path = "results") -> tuple[Path, Path]:
     for r in rows:
         p = r["paper"]
         results = [(m, r[m]) for m in ("quick", "full") if r[m] is not None]
-        if not results:
+        if not results and not r["sweeps"]:
             continue
         md += [f"## {p.title} (`{p.slug}`)", ""]
         md += [f"*Tier {p.tier}; status **{p.status}**; code `{p.source_dir}/`.*", ""]
@@ -133,6 +158,12 @@ def write_report(out: str | Path = "results") -> tuple[Path, Path]:
             envline = f"python {env.get('python')}, {env.get('machine')}, cpus {env.get('threads', {}).get('cpu_count')}"
             md += ["", f"<sub>{envline}; started {res.get('started_at')}</sub>", ""]
             sec.append(f"<p><small>{_html.escape(envline)}; started {res.get('started_at')}</small></p>")
+        for mode, sweep in r["sweeps"].items():
+            verdicts = ", ".join(f"{n} {v}" for v, n in sweep["verdicts"].items())
+            title = f"Seed sweep, {mode} mode, seeds {sweep['seeds']}: {verdicts}"
+            rows_ = _sweep_rows(sweep)
+            md += [f"### {title}", "", _md_table(SWEEP_HEADER, rows_), ""]
+            sec.append(f"<h3>{_html.escape(title)}</h3>" + _html_table(SWEEP_HEADER, rows_))
         sections_html.append("\n".join(sec))
 
     md_path = out / "REPORT.md"

@@ -1,6 +1,14 @@
 """Mini-batch kernel k-means (Jourdan and Schwartzman, arXiv 2410.05902) and the full-batch baseline."""
 
+from .dask_fit import fit_dask_array, predict_dask_array
 from .kernel_kmeans import KernelKMeans, MiniBatchKernelKMeans, kernel_kmeans_plusplus
 from .kernels import median_heuristic_gamma
 
-__all__ = ["KernelKMeans", "MiniBatchKernelKMeans", "kernel_kmeans_plusplus", "median_heuristic_gamma"]
+__all__ = [
+    "KernelKMeans",
+    "MiniBatchKernelKMeans",
+    "fit_dask_array",
+    "kernel_kmeans_plusplus",
+    "median_heuristic_gamma",
+    "predict_dask_array",
+]
