@@ -251,6 +251,8 @@ PAPERS: tuple[Paper, ...] = (
         tier="B",
         check="Synthetic near-orthogonal embeddings: median relative error <= 0.08 at m = 1024 for n up to 1e5, error ~ 1/sqrt(m); MiniLM text stream <= 0.25 and better than HLL baselines",
         module="neurips26.streams.maxsketch",
+        status="reproduced",
+        api=("MaxSketch", "LogLinearCalibration", "estimate_noise_scale", "estimate_from_maxima"),
     ),
     Paper(
         slug="manifold-random-features",

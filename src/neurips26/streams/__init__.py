@@ -4,6 +4,9 @@ from .._lazy import attach
 
 _EXPORTS = {
     "MaxSketch": ".maxsketch",
+    "sketch_dask": ".maxsketch",
+    "LogLinearCalibration": ".maxsketch",
+    "estimate_noise_scale": ".maxsketch",
     "entropy_rate": ".hk_entropy_filter",
     "EntropyRateFilter": ".hk_entropy_filter",
     "match_lengths": ".hk_entropy_filter",

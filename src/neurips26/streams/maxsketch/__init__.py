@@ -1,0 +1,23 @@
+"""MaxSketch: Robust Distinct Counting in Streams via Random Projections (arXiv 2605.15571).
+
+Counts distinct latent objects (not distinct observations) in a stream of noisy embeddings by keeping the
+maximum of ``m`` random projections; see :mod:`neurips26.streams.maxsketch.maxsketch`.
+"""
+
+from .dask_sketch import sketch_dask
+from .maxsketch import (
+    LogLinearCalibration,
+    MaxSketch,
+    estimate_from_maxima,
+    estimate_noise_scale,
+    sphere_coordinate_logsf,
+)
+
+__all__ = [
+    "LogLinearCalibration",
+    "MaxSketch",
+    "estimate_from_maxima",
+    "estimate_noise_scale",
+    "sketch_dask",
+    "sphere_coordinate_logsf",
+]
