@@ -145,6 +145,8 @@ PAPERS: tuple[Paper, ...] = (
         tier="A",
         check="Random finite MDPs: exact PMD converges linearly; m_n ~ n gives G_200 <= 1e-6; m_n ~ log n gives O(1/n); single loop with small lambda reaches G_N <= 1e-3 with bounded KL",
         module="neurips26.rl.pmd_td",
+        status="reproduced",
+        api=("policy_mirror_descent", "regularised_gap", "td_schedule"),
     ),
     Paper(
         slug="spectral-forests",
@@ -319,6 +321,14 @@ PAPERS: tuple[Paper, ...] = (
         tier="A",
         check="Small tabular MDPs: delta-correct stopping; slope of E[tau] vs log(1/delta) in [0.8, 3] x U*; R(0.01) non-decreasing as connectivity p shrinks; NaS <= uniform navigation / 1.5",
         module="neurips26.rl.nas_bpi",
+        status="reproduced",
+        api=(
+            "NavigateAndStop",
+            "oracle_allocation",
+            "characteristic_time",
+            "bound_terms",
+            "stopping_threshold",
+        ),
     ),
     Paper(
         slug="convmmd-deconv",

@@ -1,0 +1,162 @@
+"""Tests for policy mirror descent with exact and TD critics (neurips26.rl.pmd_td)."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from neurips26.harness.testing import assert_quick_verdict
+from neurips26.rl import policy_mirror_descent
+from neurips26.rl.mdp import policy_evaluation, random_mdp, soft_value_iteration
+from neurips26.rl.pmd_td import regularised_gap, td_schedule
+
+
+@pytest.fixture(scope="module")
+def mdp():
+    return random_mdp(6, 3, gamma=0.9, random_state=0)
+
+
+def test_exact_pmd_converges_linearly_to_the_soft_optimum(mdp):
+    tau, lam = 0.1, 1.0
+    pi, L = policy_mirror_descent(mdp, tau=tau, step_size=lam, n_iter=200, log=True)
+    V_star, Q_star, pi_star = soft_value_iteration(mdp, tau)
+    np.testing.assert_allclose(pi, pi_star, atol=1e-6)
+    # the PMD fixed point solves the soft Bellman equation: its regularised values are soft VI's
+    V_pi, Q_pi = policy_evaluation(mdp, pi, tau=tau)
+    np.testing.assert_allclose(V_pi, V_star, atol=1e-8)
+    np.testing.assert_allclose(Q_pi, Q_star, atol=1e-8)
+    g = L["gap"]
+    assert np.all(g > -1e-9)
+    # linear rate: gap contracts at least by (1 + lambda tau)^{-1} per step over the first 60 steps
+    assert g[60] <= g[0] * (1 + lam * tau) ** -60
+    # the gap is monotone for exact PMD (policy improvement)
+    assert np.all(np.diff(g[g > 1e-10]) <= 1e-12)
+
+
+def test_one_pmd_step_matches_the_proximal_closed_form(mdp):
+    tau, lam = 0.2, 0.7
+    pi1 = policy_mirror_descent(mdp, tau=tau, step_size=lam, n_iter=1)
+    # argmin_m <Q, m> + tau KL(m|mu) + KL(m|mu)/lam at pi_0 = mu  =>  m ∝ mu exp(-lam Q / (1 + lam tau))
+    _, Q_r = policy_evaluation(mdp, np.full((6, 3), 1 / 3), tau=tau)
+    w = np.exp(lam * Q_r / (1 + lam * tau))
+    np.testing.assert_allclose(pi1, w / w.sum(axis=1, keepdims=True), atol=1e-12)
+
+
+def test_td_critic_with_many_steps_matches_exact_pmd(mdp):
+    kw = dict(tau=0.1, step_size=0.5, n_iter=30)
+    pi_exact = policy_mirror_descent(mdp, **kw)
+    pi_td, L = policy_mirror_descent(mdp, critic="td", td_steps=400, log=True, **kw)
+    np.testing.assert_allclose(pi_td, pi_exact, atol=1e-8)
+    assert L["critic_error"][-1] < 1e-8
+
+
+def test_td_fixed_point_is_the_soft_q_function(mdp):
+    # at a fixed policy, the expected TD iteration with tabular features converges to Q_tau^pi (cost form)
+    tau = 0.3
+    pi, L = policy_mirror_descent(mdp, tau=tau, step_size=1e-9, n_iter=1, critic="td", td_steps=600, log=True)
+    _, Q_r = policy_evaluation(mdp, np.full((6, 3), 1 / 3), tau=tau)
+    np.testing.assert_allclose(L["theta"].reshape(6, 3), -Q_r, atol=1e-9)
+
+
+def test_sampled_td_is_an_unbiased_estimate_of_the_expected_update(mdp):
+    # one TD step from theta = 0 at pi_0 = mu: the minibatch average concentrates on the expected update
+    kw = dict(tau=0.2, step_size=1e-12, n_iter=1, critic="td", td_steps=1, log=True)
+    _, L_exp = policy_mirror_descent(mdp, **kw)
+    _, L_smp = policy_mirror_descent(mdp, td_mode="sampled", td_batch_size=200_000, random_state=0, **kw)
+    scale = np.abs(L_exp["theta"]).max()
+    assert np.abs(L_smp["theta"] - L_exp["theta"]).max() <= 0.05 * scale
+
+
+def test_sampled_td_actor_critic_reaches_a_small_gap(mdp):
+    _, L = policy_mirror_descent(
+        mdp,
+        tau=0.1,
+        step_size=0.5,
+        n_iter=150,
+        critic="td",
+        td_steps=10,
+        td_mode="sampled",
+        td_batch_size=512,
+        random_state=1,
+        log=True,
+    )
+    assert L["gap"][-1] < 0.02 * L["gap"][0]
+
+
+def test_single_loop_and_schedules_converge(mdp):
+    for sched, lam in (("linear", 0.5), ("log", 0.5), (1, 0.5), (3, 2.0)):
+        _, L = policy_mirror_descent(
+            mdp, tau=0.1, step_size=lam, n_iter=150, critic="td", td_steps=sched, log=True
+        )
+        assert L["gap"][-1] < 1e-4, sched
+
+
+def test_td_schedule_values():
+    assert [td_schedule("linear", 2.0)(n) for n in range(3)] == [2, 4, 6]
+    assert td_schedule("log")(0) == 1 and td_schedule("log")(98) == 5
+    assert td_schedule(4)(100) == 4
+
+
+def test_regularised_gap_is_zero_at_optimum(mdp):
+    _, _, pi_star = soft_value_iteration(mdp, 0.1)
+    assert abs(regularised_gap(mdp, pi_star, 0.1)) < 1e-9
+    assert regularised_gap(mdp, np.full((6, 3), 1 / 3), 0.1) > 0
+
+
+def test_bad_inputs(mdp):
+    with pytest.raises(ValueError, match="tau"):
+        policy_mirror_descent(mdp, tau=0.0)
+    with pytest.raises(ValueError, match="step_size"):
+        policy_mirror_descent(mdp, step_size=-1.0)
+    with pytest.raises(ValueError, match="n_iter"):
+        policy_mirror_descent(mdp, n_iter=0)
+    with pytest.raises(ValueError, match="critic"):
+        policy_mirror_descent(mdp, critic="mc")
+    with pytest.raises(ValueError, match="features"):
+        policy_mirror_descent(mdp, critic="td", features=np.ones((5, 2)))
+    with pytest.raises(ValueError, match="full column rank"):
+        policy_mirror_descent(mdp, critic="td", features=np.ones((18, 2)))
+    with pytest.raises(ValueError, match="rho"):
+        policy_mirror_descent(mdp, critic="td", rho=np.ones((6, 3)))
+    with pytest.raises(ValueError, match="td_step_size"):
+        policy_mirror_descent(mdp, critic="td", td_step_size=0.0)
+    with pytest.raises(ValueError, match="td_steps"):
+        policy_mirror_descent(mdp, critic="td", td_steps="sqrt")
+    with pytest.raises(ValueError, match="td_steps"):
+        td_schedule(0)
+    with pytest.raises(ValueError, match="td_scale"):
+        td_schedule("log", td_scale=0.0)
+    with pytest.raises(ValueError, match="mu"):
+        policy_mirror_descent(mdp, mu=np.array([1.0, 0.0, 0.0]))
+    with pytest.raises(ValueError, match="rho0"):
+        policy_mirror_descent(mdp, rho0=np.ones(6))
+    with pytest.raises(TypeError, match="mdp"):
+        policy_mirror_descent(np.zeros((2, 2)))
+    with pytest.raises(FloatingPointError, match="diverged"):
+        policy_mirror_descent(
+            mdp,
+            critic="td",
+            td_mode="sampled",
+            td_batch_size=2,
+            td_step_size=1e3,
+            td_steps=50,
+            random_state=0,
+        )
+    with pytest.raises(ValueError, match="td_mode"):
+        policy_mirror_descent(mdp, critic="td", td_mode="mc")
+    with pytest.raises(ValueError, match="td_batch_size"):
+        policy_mirror_descent(mdp, critic="td", td_mode="sampled", td_batch_size=0)
+
+
+@settings(max_examples=10, deadline=None)
+@given(seed=st.integers(0, 1000), lam=st.floats(0.05, 50.0), tau=st.floats(0.05, 1.0))
+def test_exact_pmd_gap_is_nonincreasing(seed, lam, tau):
+    mdp = random_mdp(4, 3, gamma=0.8, random_state=seed)
+    _, L = policy_mirror_descent(mdp, tau=tau, step_size=lam, n_iter=20, log=True)
+    assert np.all(np.diff(L["gap"]) <= 1e-9)
+    assert np.all(L["kl_max"] <= np.log(3) + 1e-12)
+
+
+@pytest.mark.experiment
+def test_quick_reproduction(tmp_path):
+    assert_quick_verdict("pmd-td", tmp_path)
