@@ -219,3 +219,12 @@ def test_partial_fit_bad_input_leaves_state_intact(blobs):
     np.testing.assert_array_equal(est.support_weights_, before)
     with pytest.raises(ValueError, match="n_clusters"):
         MiniBatchKernelKMeans(4).partial_fit(X[:3])
+
+
+def test_tol_zero_runs_max_iter_even_when_the_batch_objective_rises(blobs):
+    X, _ = blobs
+    est = MiniBatchKernelKMeans(
+        4, batch_size=16, tau=2, learning_rate="sklearn", tol=0.0, max_iter=40, random_state=0
+    ).fit(X)
+    assert est.n_iter_ == 40
+    assert (est.batch_improvement_ < 0).any()  # truncation drops mass: a "tol < 0"-style rule would fire

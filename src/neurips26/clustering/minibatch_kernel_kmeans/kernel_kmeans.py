@@ -282,7 +282,8 @@ class MiniBatchKernelKMeans(_ImplicitCentresMixin, ClusterMixin, TransformerMixi
     learning_rate : ``"sqrt"`` (a_j = sqrt(b_j / b), the paper's), ``"sklearn"`` (a_j = b_j / points ever
         assigned to j), or a constant float in (0, 1].
     tol : early stopping when the batch objective f_B improves by less than ``tol`` in one step (absolute; for
-        normalised kernels f_B <= 2, and the default 1e-3 stops once the improvement sinks to batch noise).
+        normalised kernels f_B <= 2, and the default 1e-3 stops once the improvement sinks to batch noise);
+        ``tol=0`` disables early stopping (run ``max_iter`` iterations).
     max_iter : maximum number of iterations (batches).
     init : ``"k-means++"``, ``"random"`` or an array (k, d) of centre points.
     init_size : k-means++ runs on a uniform sample of this many points (default ``3 * batch_size``), so that
@@ -386,7 +387,7 @@ class MiniBatchKernelKMeans(_ImplicitCentresMixin, ClusterMixin, TransformerMixi
             improvement.append(f_old - f_new)
             iter_seconds.append(time.perf_counter() - t0)
             self.n_iter_ = it
-            if f_old - f_new < self.tol:
+            if self.tol > 0 and f_old - f_new < self.tol:  # tol = 0 disables early stopping
                 break
         self._finish()
         self._next_id = n  # a later partial_fit continues from here with fresh point identities
