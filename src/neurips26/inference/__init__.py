@@ -1,0 +1,16 @@
+"""Statistical inference: grouped-feature FDR control, convMMD deconvolution, NBFFG, tilted 2D prior bounds."""
+
+from .._lazy import attach
+
+_EXPORTS = {
+    "GroupedMirrorFDR": ".grouped_fdr_mirror",
+    "ConvMMDDeconvolver": ".convmmd_deconv",
+    "GaussianTilt": ".tilted_2d_prior_sb",
+    "gaussian_sb_lift": ".tilted_2d_prior_sb",
+    "ratio_tilt": ".tilted_2d_prior_sb",
+    "ipf_ladder": ".tilted_2d_prior_sb",
+    "tilt_kl": ".tilted_2d_prior_sb",
+    "gaussian_kl": ".tilted_2d_prior_sb",
+    "correction_field": ".tilted_2d_prior_sb",
+}
+__getattr__, __dir__, __all__ = attach(__name__, _EXPORTS)
