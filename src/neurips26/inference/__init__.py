@@ -4,6 +4,13 @@ from .._lazy import attach
 
 _EXPORTS = {
     "GroupedMirrorFDR": ".grouped_fdr_mirror",
+    "NeuralBlockMirrorFDR": ".grouped_fdr_mirror",
+    "block_mirror_statistics": ".grouped_fdr_mirror",
+    "gaussian_mirror_statistics": ".grouped_fdr_mirror",
+    "mirror_threshold": ".grouped_fdr_mirror",
+    "group_partial_f_pvalues": ".grouped_fdr_mirror",
+    "benjamini_hochberg": ".grouped_fdr_mirror",
+    "block_permutation_shap": ".grouped_fdr_mirror",
     "ConvMMDDeconvolver": ".convmmd_deconv",
     "GaussianTilt": ".tilted_2d_prior_sb",
     "gaussian_sb_lift": ".tilted_2d_prior_sb",

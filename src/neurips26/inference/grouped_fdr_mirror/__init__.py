@@ -1,0 +1,40 @@
+"""Grouped-feature FDR control with block mirror statistics (NeurIPS 2026; descriptive title, paper text not found).
+
+Linear part: :class:`GroupedMirrorFDR` (block Gaussian mirror with matrix-valued perturbations ``C_g``);
+neural part: :class:`NeuralBlockMirrorFDR` (kernel-scaled mirror, block Permutation SHAP, SHAP derivatives).
+Both constructions are our reconstruction from the paper's predecessors (Gaussian Mirror, NGM, CatNet).
+"""
+
+from .block_mirror import (
+    GroupedMirrorFDR,
+    benjamini_hochberg,
+    block_mirror_statistics,
+    gaussian_mirror_statistics,
+    group_partial_f_pvalues,
+    lagged_design,
+    mirror_matrices,
+    mirror_threshold,
+)
+from .neural_mirror import (
+    NeuralBlockMirrorFDR,
+    block_permutation_shap,
+    hsic,
+    kernel_mirror_scale,
+    shap_derivatives,
+)
+
+__all__ = [
+    "GroupedMirrorFDR",
+    "NeuralBlockMirrorFDR",
+    "benjamini_hochberg",
+    "block_mirror_statistics",
+    "gaussian_mirror_statistics",
+    "block_permutation_shap",
+    "group_partial_f_pvalues",
+    "hsic",
+    "mirror_matrices",
+    "kernel_mirror_scale",
+    "lagged_design",
+    "mirror_threshold",
+    "shap_derivatives",
+]
