@@ -1,0 +1,33 @@
+"""Minimax Rates and Spectral Distillation for Tree Ensembles (Vu & Watson, arXiv 2605.11841).
+
+A fitted random forest is a kernel smoother (leaf co-membership kernel ``K``), a squared-loss gradient
+boosting model a linear smoother ``S``; their leading eigenfunctions (Nystrom) or singular vectors are
+distilled into a tiny MLP (:class:`SpectralForestDistiller`). :class:`PrunedForest` is the forest-pruning
+baseline (greedy tree subset + depth truncation under a node budget).
+"""
+
+from .distill import SpectralForestDistiller, mlp_parameter_count
+from .pruning import PrunedForest, count_nodes
+from .smoother import (
+    TreeSmoother,
+    eigen_decay_exponent,
+    forest_kernel,
+    leaf_membership,
+    minimax_rate_exponent,
+    refit_leaf_values,
+    smoother_spectrum,
+)
+
+__all__ = [
+    "SpectralForestDistiller",
+    "PrunedForest",
+    "TreeSmoother",
+    "count_nodes",
+    "eigen_decay_exponent",
+    "forest_kernel",
+    "leaf_membership",
+    "minimax_rate_exponent",
+    "mlp_parameter_count",
+    "refit_leaf_values",
+    "smoother_spectrum",
+]
