@@ -1,4 +1,4 @@
-"""Optimal transport: semi-relaxed Gromov-Wasserstein graphon estimation."""
+"""Optimal transport: semi-relaxed Gromov-Wasserstein graphon estimation; sparse support grounding MIL."""
 
 from .._lazy import attach
 
@@ -8,5 +8,9 @@ _EXPORTS = {
     "srgw_block_coordinate_descent": ".srgw_graphon",
     "usvt_estimate": ".srgw_graphon",
     "sas_estimate": ".srgw_graphon",
+    "SparseSupportGroundingMIL": ".ssg_mil",
+    "AttentionMIL": ".ssg_mil",
+    "unbalanced_sinkhorn_log": ".ssg_mil",
+    "retained_mass": ".ssg_mil",
 }
 __getattr__, __dir__, __all__ = attach(__name__, _EXPORTS)
