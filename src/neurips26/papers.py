@@ -85,6 +85,8 @@ PAPERS: tuple[Paper, ...] = (
         tier="B",
         check="Depth-5 binary tree with nonlinear edges vs a 1D grid posterior: ESS/N >= 1.5x guide-only and >= 10x bootstrap, |log Z error| <= 0.1; subsampled loss unbiased to 1e-10",
         module="neurips26.inference.nbffg",
+        status="reproduced",
+        api=("NBFFG", "grid_posterior_1d", "bootstrap_importance_sampling", "dense_gaussian_tree_posterior"),
     ),
     Paper(
         slug="srgw-graphon",

@@ -1,0 +1,42 @@
+"""Neural Backward Filtering Forward Guiding (Yang, van der Meulen and Sommer, arXiv 2601.23030).
+
+Backward filter of a linear-Gaussian proxy on a tree, guided forward proposals, a neural residual trained on
+the reverse-KL objective with unbiased root-to-leaf path subsampling; exact references (dense Gaussian
+conditioning, 1-D grid sum-product) and the bootstrap baseline.
+"""
+
+from .backward_filter import (
+    CanonicalMessages,
+    backward_filter,
+    dense_gaussian_tree_posterior,
+    gaussian_tree_smoother,
+    root_log_evidence,
+)
+from .grid import GridPosterior, grid_posterior_1d
+from .nbffg import (
+    NBFFG,
+    ConditionalAffineResidual,
+    bootstrap_importance_sampling,
+    importance_summary,
+    simulate_tree,
+)
+from .tree import Tree, as_tree, balanced_binary_tree, subdivide_edges
+
+__all__ = [
+    "NBFFG",
+    "CanonicalMessages",
+    "ConditionalAffineResidual",
+    "GridPosterior",
+    "Tree",
+    "as_tree",
+    "backward_filter",
+    "balanced_binary_tree",
+    "bootstrap_importance_sampling",
+    "dense_gaussian_tree_posterior",
+    "gaussian_tree_smoother",
+    "grid_posterior_1d",
+    "importance_summary",
+    "root_log_evidence",
+    "simulate_tree",
+    "subdivide_edges",
+]
