@@ -7,7 +7,9 @@ from collections.abc import Callable
 from typing import Any
 
 
-def attach(package: str, exports: dict[str, str]) -> tuple[Callable[[str], Any], Callable[[], list[str]], list[str]]:
+def attach(
+    package: str, exports: dict[str, str]
+) -> tuple[Callable[[str], Any], Callable[[], list[str]], list[str]]:
     """Return ``__getattr__``, ``__dir__`` and ``__all__`` for ``package``.
 
     ``exports`` maps a public name to the relative module that defines it, e.g.
