@@ -8,20 +8,10 @@ from sklearn.metrics import adjusted_rand_score
 from neurips26.clustering import MiniBatchKernelKMeans, fit_dask_array, predict_dask_array
 
 da = pytest.importorskip("dask.array")
-distributed = pytest.importorskip("dask.distributed")
+pytest.importorskip("dask.distributed")
 
 
-@pytest.fixture(scope="module")
-def client():
-    cluster = distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
-    )
-    with distributed.Client(cluster) as c:
-        yield c
-    cluster.close()
-
-
-def test_fit_from_dask_array_on_local_cluster(client):
+def test_fit_from_dask_array_on_local_cluster(dask_client):
     X, y = make_blobs(4000, centers=4, n_features=3, cluster_std=0.8, random_state=0)
     Xd = da.from_array(X, chunks=(500, 3)).persist()  # 8 blocks living on the workers
     est = fit_dask_array(

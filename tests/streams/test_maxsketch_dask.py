@@ -7,17 +7,7 @@ from neurips26.streams import MaxSketch, sketch_dask
 
 da = pytest.importorskip("dask.array")
 db = pytest.importorskip("dask.bag")
-distributed = pytest.importorskip("dask.distributed")
-
-
-@pytest.fixture(scope="module")
-def client():
-    cluster = distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
-    )
-    with distributed.Client(cluster) as c:
-        yield c
-    cluster.close()
+pytest.importorskip("dask.distributed")
 
 
 @pytest.fixture(scope="module")
@@ -28,7 +18,7 @@ def stream():
     return views
 
 
-def test_array_partitions_merge_to_the_single_process_sketch(client, stream):
+def test_array_partitions_merge_to_the_single_process_sketch(dask_client, stream):
     whole = MaxSketch(32, 256, seed=7).update(stream)
     for chunks in (250, 1000, 2999):
         merged = sketch_dask(da.from_array(stream, chunks=(chunks, 32)), dim=32, n_projections=256, seed=7)
@@ -37,7 +27,7 @@ def test_array_partitions_merge_to_the_single_process_sketch(client, stream):
         assert merged.n_items_ == len(stream)
 
 
-def test_bag_partitions_merge_to_the_single_process_sketch(client, stream):
+def test_bag_partitions_merge_to_the_single_process_sketch(dask_client, stream):
     whole = MaxSketch(32, 256, seed=7).update(stream)
     bag = db.from_sequence(list(stream), npartitions=7)
     merged = sketch_dask(bag, dim=32, n_projections=256, seed=7)
