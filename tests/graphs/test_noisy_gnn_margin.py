@@ -1,0 +1,339 @@
+"""Noisy alignment: WL agreement at zero noise, exact edit distances, sound certificates, bad input."""
+
+import itertools
+import warnings
+from collections import Counter
+
+import networkx as nx
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from neurips26.graphs import (
+    AtlasFlipIndex,
+    DenseGNN,
+    GINNodeClassifier,
+    alignment_margins,
+    certified_flip_radius,
+    empirical_flip_lipschitz,
+    gin_flip_bound,
+    greedy_flip_attack,
+    make_csbm,
+    margin_loss,
+    node_certificates,
+    random_edge_flips,
+    robustness_radius,
+    separation_gaps,
+    to_dense_batch,
+    train_alignment,
+    train_node_classifier,
+    zero_noise_alignment,
+)
+from neurips26.harness.testing import assert_quick_verdict
+
+
+@pytest.fixture(scope="module")
+def atlas6():
+    return AtlasFlipIndex(6)
+
+
+@pytest.fixture(scope="module")
+def small_graphs():
+    return [g for g in nx.graph_atlas_g() if 4 <= g.number_of_nodes() <= 6]
+
+
+def _wl_unique(graphs, iterations=3):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        h = [nx.weisfeiler_lehman_graph_hash(g, iterations=iterations) for g in graphs]
+    c = Counter(h)
+    return np.array([c[x] == 1 for x in h])
+
+
+# --- definition 3: zero noise reduces to the WL / isomorphism notion ------------------------------------------
+def test_zero_noise_alignment_agrees_with_wl_hash_on_atlas(small_graphs):
+    A, X, M = to_dense_batch(small_graphs)
+    model = DenseGNN(hidden=64, n_layers=3, normalize=False, random_state=0)
+    aligned = zero_noise_alignment(model, A, X, M)
+    np.testing.assert_array_equal(aligned, _wl_unique(small_graphs))
+
+
+def test_mean_aggregation_aligns_fewer_graphs_than_gin(small_graphs):
+    A, X, M = to_dense_batch(small_graphs)
+    gin = zero_noise_alignment(DenseGNN(normalize=False, random_state=1), A, X, M)
+    mean = zero_noise_alignment(DenseGNN(conv="mean", normalize=False, random_state=1), A, X, M)
+    assert mean.sum() < gin.sum()
+
+
+def test_embedding_is_permutation_invariant():
+    g = nx.gnp_random_graph(9, 0.4, seed=3)
+    A, X, M = to_dense_batch([g])
+    perm = torch.randperm(9, generator=torch.Generator().manual_seed(0))
+    Ap = A[:, perm][:, :, perm]
+    for conv in ("gin", "gcn", "mean"):
+        model = DenseGNN(conv=conv, random_state=0)
+        torch.testing.assert_close(model(A, X, M), model(Ap, X, M), rtol=0, atol=1e-12)
+
+
+def test_padding_does_not_change_embedding():
+    g = nx.cycle_graph(5)
+    model = DenseGNN(random_state=0)
+    A5, X5, M5 = to_dense_batch([g])
+    A8, X8, M8 = to_dense_batch([g], n_max=8)
+    torch.testing.assert_close(model(A5, X5, M5), model(A8, X8, M8), rtol=0, atol=1e-12)
+
+
+# --- margins against brute force ------------------------------------------------------------------------------
+def test_alignment_margins_match_brute_force():
+    rng = np.random.default_rng(0)
+    fam, noisy = rng.normal(size=(6, 4)), rng.normal(size=(10, 4))
+    src = rng.integers(0, 6, size=10)
+    got = alignment_margins(torch.as_tensor(noisy), torch.as_tensor(src), torch.as_tensor(fam)).numpy()
+    for t in range(10):
+        d = np.linalg.norm(fam - noisy[t], axis=1)
+        want = min(d[j] for j in range(6) if j != src[t]) - d[src[t]]
+        assert got[t] == pytest.approx(want, abs=1e-12)
+    gaps = separation_gaps(torch.as_tensor(fam)).numpy()
+    D = np.linalg.norm(fam[:, None] - fam[None], axis=2) + np.diag(np.full(6, np.inf))
+    np.testing.assert_allclose(gaps, D.min(1), atol=1e-12)
+    np.testing.assert_allclose(robustness_radius(gaps, 2.0), gaps / 4.0)
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.integers(0, 10_000))
+def test_alignment_iff_positive_margin_and_margin_loss_is_hinge(seed):
+    rng = np.random.default_rng(seed)
+    fam = torch.as_tensor(rng.normal(size=(5, 3)))
+    noisy = torch.as_tensor(rng.normal(size=(7, 3)))
+    src = torch.as_tensor(rng.integers(0, 5, size=7))
+    g = alignment_margins(noisy, src, fam)
+    nearest = torch.cdist(noisy, fam).argmin(1)
+    assert torch.equal(g > 0, nearest == src)
+    assert margin_loss(noisy, src, fam, 0.5).item() == pytest.approx(torch.relu(0.5 - g).mean().item())
+
+
+# --- exact edit distances -------------------------------------------------------------------------------------
+def test_flip_graph_distance_equals_networkx_graph_edit_distance():
+    idx = AtlasFlipIndex(5)
+    rng = np.random.default_rng(0)
+    for a, b in rng.choice(idx.n_classes, size=(12, 2)):
+        want = nx.graph_edit_distance(idx.graphs_[a], idx.graphs_[b])
+        assert idx.distances_[a, b] == want
+
+
+def test_atlas_classify_is_isomorphism_invariant(atlas6):
+    rng = np.random.default_rng(1)
+    for c in rng.choice(atlas6.n_classes, 10, replace=False):
+        g = atlas6.graphs_[c]
+        perm = rng.permutation(6)
+        h = nx.relabel_nodes(g, dict(enumerate(perm)))
+        A = nx.to_numpy_array(h, nodelist=range(6)).astype(int)
+        assert atlas6.classify(A) == c
+        assert nx.is_isomorphic(g, atlas6.graphs_[atlas6.classify(A)])
+
+
+def test_identifiable_matches_definition(atlas6):
+    fam = np.array([0, 5, 40, 100])
+    noisy = np.arange(atlas6.n_classes)
+    for i in range(len(fam)):
+        src = np.full(len(noisy), i)
+        got = atlas6.identifiable(noisy, src, fam)
+        d = atlas6.distances_[noisy][:, fam]
+        want = d[:, i] < np.delete(d, i, axis=1).min(1)
+        np.testing.assert_array_equal(got, want)
+
+
+# --- certificates never violated -----------------------------------------------------------------------------
+def test_gin_flip_bound_dominates_sampled_perturbations():
+    graphs = [nx.gnp_random_graph(8, p, seed=s) for s, p in enumerate([0.2, 0.4, 0.6, 0.3])]
+    A, X, _ = to_dense_batch(graphs)
+    for normalize, eps in ((True, 0.0), (False, 0.3)):
+        model = DenseGNN(hidden=16, n_layers=3, eps=eps, normalize=normalize, random_state=2)
+        train_alignment(model, A, n_steps=5, random_state=0)
+        gen = torch.Generator().manual_seed(0)
+        base = model(A).detach()
+        for k in (1, 2, 3, 5):
+            bound = gin_flip_bound(model, A, [k])[:, 0]
+            for _ in range(30):
+                An = random_edge_flips(A, k, generator=gen)
+                moved = (model(An).detach() - base).norm(dim=1).numpy()
+                assert (moved <= bound + 1e-9).all()
+
+
+def test_certified_radius_never_violated_on_sampled_copies():
+    graphs = [nx.gnp_random_graph(7, 0.5, seed=s) for s in range(12)]
+    graphs = [g for i, g in enumerate(graphs) if all(not nx.is_isomorphic(g, h) for h in graphs[:i])]
+    A, _, _ = to_dense_batch(graphs)
+    model = DenseGNN(hidden=8, n_layers=1, random_state=0)
+    with torch.no_grad():
+        fam = model(A)
+    gaps = separation_gaps(fam).numpy()
+    cert = certified_flip_radius(model, A, gaps, max_flips=3)
+    gen = torch.Generator().manual_seed(1)
+    for k in (1, 2, 3):
+        An = random_edge_flips(A.repeat(20, 1, 1), k, generator=gen)
+        src = torch.arange(len(graphs)).repeat(20)
+        with torch.no_grad():
+            g = alignment_margins(model(An), src, fam).numpy()
+        assert (g[cert[src.numpy()] >= k] > 0).all()
+
+
+def test_empirical_lipschitz_is_below_provable_bound():
+    A, _, _ = to_dense_batch([nx.path_graph(6), nx.star_graph(5), nx.cycle_graph(6)])
+    model = DenseGNN(hidden=16, random_state=0)
+    assert (empirical_flip_lipschitz(model, A) <= gin_flip_bound(model, A, 1)[:, 0] + 1e-12).all()
+
+
+def test_node_certificate_bound_and_soundness():
+    A, X, y = make_csbm(80, 0.1, 0.02, 1.5, 4, random_state=0)
+    model = GINNodeClassifier(4, hidden=8, agg_scale=1 / (1 + A.sum(1).mean()), random_state=0)
+    train_node_classifier(model, A, X, y, np.arange(80) < 40, n_steps=60)
+    cert = node_certificates(model, A, X)
+    z = model(torch.as_tensor(A), torch.as_tensor(X)).detach().numpy()
+    np.testing.assert_allclose(cert["logits"], z, atol=1e-10)
+    rng = np.random.default_rng(0)
+    iu = np.triu_indices(80, 1)
+    for k in (1, 2, 4):
+        for _ in range(15):
+            B = A.copy()
+            ch = rng.choice(len(iu[0]), k, replace=False)
+            B[iu[0][ch], iu[1][ch]] = 1 - B[iu[0][ch], iu[1][ch]]
+            B[iu[1][ch], iu[0][ch]] = B[iu[0][ch], iu[1][ch]]
+            z2 = model(torch.as_tensor(B), torch.as_tensor(X)).detach().numpy()
+            assert (np.abs(z2 - z).max(1) <= k * cert["lipschitz"] + 1e-9).all()
+    attack = greedy_flip_attack(model, A, X, np.arange(80), max_flips=3)
+    assert not (attack <= cert["radius"]).any()
+
+
+def test_greedy_attack_one_step_matches_exhaustive_search():
+    A, X, y = make_csbm(24, 0.3, 0.1, 0.3, 3, random_state=4)
+    model = GINNodeClassifier(3, hidden=6, random_state=1)
+    At, Xt = torch.as_tensor(A), torch.as_tensor(X)
+    pred = model(At, Xt).argmax(1)
+    attack = greedy_flip_attack(model, A, X, np.arange(24), max_flips=1)
+    for v in range(24):
+        broken = False
+        hood = [v, *np.flatnonzero(A[v])]
+        for a, b in itertools.product(hood, range(24)):
+            if a == b:
+                continue
+            B = A.copy()
+            B[a, b] = B[b, a] = 1 - B[a, b]
+            z = model(torch.as_tensor(B), Xt)[v].detach()
+            other = z.clone()
+            other[pred[v]] = -torch.inf
+            broken |= bool(z[pred[v]] - other.max() < 0)
+        assert (attack[v] == 1) == broken
+
+
+# --- training ----------------------------------------------------------------------------------------------------
+def test_margin_training_lowers_margin_loss_and_is_deterministic():
+    graphs = [nx.gnp_random_graph(6, 0.5, seed=s) for s in range(6)]
+    A, _, _ = to_dense_batch(graphs)
+    runs = []
+    for _ in range(2):
+        model = DenseGNN(hidden=8, random_state=0)
+        runs.append(train_alignment(model, A, n_steps=25, margin_weight=1.0, random_state=3))
+    assert runs[0] == runs[1]
+    assert np.mean(runs[0][-5:]) < np.mean(runs[0][:5])
+
+
+# --- bad input ---------------------------------------------------------------------------------------------------
+def test_bad_graphs_raise():
+    with pytest.raises(ValueError, match="graphs"):
+        to_dense_batch([])
+    with pytest.raises(ValueError, match="graphs"):
+        to_dense_batch([nx.DiGraph([(0, 1)])])
+    with pytest.raises(ValueError, match="self-loops"):
+        to_dense_batch([nx.Graph([(0, 0), (0, 1)])])
+    with pytest.raises(ValueError, match="at least one node"):
+        to_dense_batch([nx.Graph()])
+    with pytest.raises(TypeError, match="graphs"):
+        to_dense_batch([np.eye(3)])
+    with pytest.raises(ValueError, match="n_max"):
+        to_dense_batch([nx.path_graph(5)], n_max=3)
+    model = DenseGNN(random_state=0)
+    ones = torch.ones(1, 3, 1, dtype=torch.float64)
+    bad = torch.tensor([[[0, 1, 0], [0, 0, 1], [0, 1, 0]]], dtype=torch.float64)
+    with pytest.raises(ValueError, match="symmetric"):
+        model(bad, ones)
+    with pytest.raises(ValueError, match="0/1"):
+        model(2 * (bad + bad.transpose(1, 2)).clamp(max=1), ones)
+    with pytest.raises(ValueError, match="finite"):
+        model(torch.zeros(1, 3, 3, dtype=torch.float64), ones * torch.nan)
+    with pytest.raises(ValueError, match="A must"):
+        model(torch.zeros(3, 3, dtype=torch.float64), ones)
+    with pytest.raises(ValueError, match="X must"):
+        model(torch.zeros(1, 3, 3, dtype=torch.float64), torch.ones(1, 4, 1, dtype=torch.float64))
+
+
+def test_bad_parameters_raise(atlas6):
+    for kw, name in (
+        ({"conv": "sage"}, "conv"),
+        ({"hidden": 0}, "hidden"),
+        ({"n_layers": 0}, "n_layers"),
+        ({"eps": -1.0}, "eps"),
+        ({"readout": "max"}, "readout"),
+        ({"activation": "gelu"}, "activation"),
+    ):
+        with pytest.raises(ValueError, match=name):
+            DenseGNN(**kw)
+    with pytest.raises(ValueError, match="n_nodes"):
+        AtlasFlipIndex(8)
+    with pytest.raises(ValueError, match="adjacency"):
+        atlas6.classify(np.ones((6, 6)))
+    with pytest.raises(ValueError, match="family"):
+        atlas6.identifiable(np.array([0]), np.array([0]), np.array([3, 3]))
+    fam = torch.zeros(3, 2, dtype=torch.float64)
+    with pytest.raises(ValueError, match="source"):
+        alignment_margins(fam, torch.tensor([0, 1, 5]), fam)
+    with pytest.raises(ValueError, match="family"):
+        alignment_margins(fam, torch.tensor([0, 0, 0]), fam[:1])
+    with pytest.raises(ValueError, match="noisy"):
+        alignment_margins(torch.full((3, 2), torch.nan), torch.tensor([0, 1, 2]), fam)
+    with pytest.raises(ValueError, match="lipschitz"):
+        robustness_radius([1.0], 0.0)
+    with pytest.raises(ValueError, match="gamma0"):
+        margin_loss(fam, torch.tensor([0, 1, 2]), fam, gamma0=0.0)
+    A, _, _ = to_dense_batch([nx.path_graph(4), nx.cycle_graph(4)])
+    with pytest.raises(ValueError, match="model"):
+        gin_flip_bound(DenseGNN(conv="gcn"), A, 1)
+    with pytest.raises(ValueError, match="n_flips"):
+        gin_flip_bound(DenseGNN(), A, -1)
+    with pytest.raises(ValueError, match="n_flips"):
+        random_edge_flips(A, 7)
+    with pytest.raises(ValueError, match="gaps"):
+        certified_flip_radius(DenseGNN(), A, np.array([1.0]))
+    with pytest.raises(ValueError, match="augment"):
+        train_alignment(DenseGNN(), A, augment="mixup")
+    with pytest.raises(ValueError, match="flip_rate"):
+        train_alignment(DenseGNN(), A, flip_rate=1.5)
+    with pytest.raises(ValueError, match="tol"):
+        zero_noise_alignment(DenseGNN(), A, tol=-1.0)
+    with pytest.raises(ValueError, match="A must"):
+        zero_noise_alignment(DenseGNN(), A[:1])
+    Ac, Xc, yc = make_csbm(10, random_state=0)
+    clf = GINNodeClassifier(8)
+    with pytest.raises(ValueError, match="A must"):
+        node_certificates(clf, Ac[:5], Xc)
+    with pytest.raises(ValueError, match="X must"):
+        node_certificates(clf, Ac, Xc * np.inf)
+    with pytest.raises(TypeError, match="model"):
+        node_certificates(DenseGNN(), Ac, Xc)
+    with pytest.raises(ValueError, match="nodes"):
+        greedy_flip_attack(clf, Ac, Xc, [10])
+    with pytest.raises(ValueError, match="max_flips"):
+        greedy_flip_attack(clf, Ac, Xc, [0], max_flips=0)
+    with pytest.raises(ValueError, match="p_in"):
+        make_csbm(10, p_in=2.0)
+    with pytest.raises(ValueError, match="agg_scale"):
+        GINNodeClassifier(8, agg_scale=0.0)
+    with pytest.raises(ValueError, match="train_mask"):
+        train_node_classifier(clf, Ac, Xc, yc, np.zeros(10, bool))
+
+
+@pytest.mark.experiment
+def test_quick_reproduction(tmp_path):
+    assert_quick_verdict("noisy-gnn-margin", tmp_path)
