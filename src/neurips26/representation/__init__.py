@@ -1,0 +1,24 @@
+"""Representation learning: topological memorization diagnostics, non-colliding identity provisioning."""
+
+from .._lazy import attach
+
+_EXPORTS = {
+    "TopologicalMemorizationTracker": ".topo_memorization",
+    "NoiseSeverityCalibrator": ".topo_memorization",
+    "PenultimateMLP": ".topo_memorization",
+    "h1_total_persistence": ".topo_memorization",
+    "persistence_diagrams": ".topo_memorization",
+    "corrupt_labels": ".topo_memorization",
+    "leave_one_rate_out_r2": ".topo_memorization",
+    "grokking_trajectory": ".topo_memorization",
+    "provision_identities": ".bip_gapgen",
+    "IdentityProvisioner": ".bip_gapgen",
+    "count_collisions": ".bip_gapgen",
+    "impostor_threshold": ".bip_gapgen",
+    "real_subspace": ".bip_gapgen",
+    "realisability": ".bip_gapgen",
+    "synthetic_gallery": ".bip_gapgen",
+    "minilm_name_gallery": ".bip_gapgen",
+    "uniform_sphere": ".bip_gapgen",
+}
+__getattr__, __dir__, __all__ = attach(__name__, _EXPORTS)

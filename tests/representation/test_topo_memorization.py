@@ -1,0 +1,370 @@
+"""Tests for the topological memorization diagnostics (digest: topo-memorization)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.sparse.csgraph import minimum_spanning_tree
+from scipy.spatial.distance import pdist, squareform
+
+from neurips26.harness.testing import assert_quick_verdict
+from neurips26.representation.topo_memorization import (
+    NoiseSeverityCalibrator,
+    TopologicalMemorizationTracker,
+    activation_variance,
+    cohens_d,
+    corrupt_labels,
+    crossover_epoch,
+    diagram_summary,
+    grokking_trajectory,
+    h1_falls_during_grokking,
+    h1_total_persistence,
+    leave_one_rate_out_r2,
+    modular_addition_data,
+    normalize_cloud,
+    partial_correlation,
+    per_class_h1,
+    persistence_diagrams,
+    stratified_probe_index,
+    topological_summary,
+    twonn_dimension,
+)
+
+
+def _circle(n, radius=1.0, centre=(0.0, 0.0), noise=0.05, seed=0):
+    rng = np.random.default_rng(seed)
+    t = rng.uniform(0, 2 * np.pi, n)
+    return np.column_stack([np.cos(t), np.sin(t)]) * radius + np.array(centre) + rng.normal(0, noise, (n, 2))
+
+
+def _long_bars(dgm, min_life):
+    return int(((dgm[:, 1] - dgm[:, 0]) > min_life).sum())
+
+
+# --- persistence -------------------------------------------------------------------------------------------
+def test_noisy_circle_has_one_long_h1_bar():
+    dgms = persistence_diagrams(_circle(120), maxdim=1, normalize="none")
+    assert _long_bars(dgms[1], 0.8) == 1
+    life = np.sort(dgms[1][:, 1] - dgms[1][:, 0])[::-1]
+    assert life[0] > 1.2 and life[1] < 0.3  # one loop of radius 1 (dies near sqrt(3)), the rest is noise
+
+
+def test_two_circles_have_two_long_h1_bars():
+    X = np.vstack([_circle(100, seed=1), _circle(100, radius=0.7, centre=(4.0, 0.0), seed=2)])
+    dgms = persistence_diagrams(X, maxdim=1, normalize="none")
+    assert _long_bars(dgms[1], 0.6) == 2
+    assert _long_bars(dgms[0][np.isfinite(dgms[0][:, 1])], 1.0) == 1  # and two components
+
+
+def test_blob_has_no_long_h1_bar():
+    X = np.random.default_rng(3).normal(size=(120, 2))
+    assert _long_bars(persistence_diagrams(X, normalize="none")[1], 0.8) == 0
+
+
+_RAND = np.random.default_rng(0).random((10, 2))
+
+
+def _mst_length(X):
+    return float(minimum_spanning_tree(squareform(pdist(X))).sum())
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.integers(5, 40), st.integers(2, 6), st.integers(0, 10_000))
+def test_h0_total_persistence_is_mst_length(n, d, seed):
+    X = np.random.default_rng(seed).normal(size=(n, d))
+    s = topological_summary(X, maxdim=1, normalize="none")
+    assert s["h0_total"] == pytest.approx(_mst_length(X), rel=1e-5)
+    assert s["h0_count"] == n - 1  # the infinite bar is dropped
+
+
+@settings(max_examples=10, deadline=None)
+@given(st.floats(0.01, 100.0), st.integers(0, 10_000))
+def test_l2_normalised_signal_is_scale_invariant(scale, seed):
+    X = np.random.default_rng(seed).normal(size=(30, 5))
+    a, b = topological_summary(X, normalize="l2"), topological_summary(scale * X, normalize="l2")
+    assert a["h1_total"] == pytest.approx(b["h1_total"], rel=1e-5, abs=1e-7)
+    assert a["h0_total"] == pytest.approx(b["h0_total"], rel=1e-5)
+
+
+def test_normalize_cloud_modes():
+    X = np.array([[3.0, 4.0], [0.0, 0.0], [1.0, 0.0]])
+    np.testing.assert_allclose(normalize_cloud(X, "l2"), [[0.6, 0.8], [0, 0], [1, 0]])
+    assert np.median(pdist(normalize_cloud(X, "median"))) == pytest.approx(1.0)
+    np.testing.assert_array_equal(normalize_cloud(X, "none"), X)
+
+
+def test_diagram_summary_closed_form():
+    dgm = np.array([[0.0, 1.0], [0.5, 2.0], [0.2, np.inf]])
+    assert diagram_summary(dgm) == {"total": 2.5, "count": 2.0, "max": 1.5}
+    assert diagram_summary(np.empty((0, 2))) == {"total": 0.0, "count": 0.0, "max": 0.0}
+
+
+def test_h1_total_and_per_class():
+    X = np.vstack([_circle(60, seed=4), _circle(60, seed=5) + 5])
+    labels = np.repeat([0, 1], 60)
+    pc = per_class_h1(X, labels, normalize="none")
+    single = [h1_total_persistence(X[labels == c], normalize="none") for c in (0, 1)]
+    assert pc == pytest.approx(np.mean(single))
+    assert pc > 1.0
+
+
+def test_twonn_recovers_dimension():
+    rng = np.random.default_rng(0)
+    for d in (2, 5):
+        X = np.zeros((1500, 10))
+        X[:, :d] = rng.uniform(size=(1500, d))
+        assert twonn_dimension(X) == pytest.approx(d, rel=0.15)
+
+
+def test_partial_correlation_matches_closed_form():
+    rng = np.random.default_rng(1)
+    z = rng.normal(size=200)
+    x, y = z + rng.normal(size=200), 2 * z + rng.normal(size=200)
+    r = np.corrcoef([x, y, z])
+    expected = (r[0, 1] - r[0, 2] * r[1, 2]) / np.sqrt((1 - r[0, 2] ** 2) * (1 - r[1, 2] ** 2))
+    assert partial_correlation(x, y, z) == pytest.approx(expected)
+
+
+def test_activation_variance_and_cohens_d():
+    X = np.array([[0.0, 1.0], [2.0, 1.0]])
+    assert activation_variance(X) == pytest.approx(0.5)
+    assert cohens_d([1, 2, 3], [1, 2, 3]) == 0.0
+    assert cohens_d([3, 4, 5], [1, 2, 3]) == pytest.approx(2.0)
+
+
+@pytest.mark.parametrize(
+    ("call", "match"),
+    [
+        (lambda: persistence_diagrams(np.zeros((5, 2)), maxdim=3), "maxdim"),
+        (lambda: persistence_diagrams(np.array([[0.0, np.nan], [1, 1]])), "X"),
+        (lambda: persistence_diagrams(np.zeros((1, 2))), "at least 2"),
+        (lambda: normalize_cloud(np.zeros((4, 2)), "max"), "normalize"),
+        (lambda: diagram_summary(np.zeros((3, 3))), "diagram"),
+        (lambda: diagram_summary(np.array([[1.0, 0.0]])), "death < birth"),
+        (lambda: per_class_h1(np.zeros((6, 2)), np.zeros(5)), "labels"),
+        (lambda: per_class_h1(_RAND[:6], np.arange(6)), "min_points"),
+        (lambda: twonn_dimension(_RAND, discard_fraction=1.0), "discard_fraction"),
+        (lambda: twonn_dimension(np.zeros((10, 2))), "distinct"),
+        (lambda: partial_correlation([1, 2, 3, 4], [1, 2, 3], [1, 2, 3, 4]), "equal length"),
+        (lambda: partial_correlation([1, 2, 3], [1, 2, 3], [1, 2, 3]), "at least 4"),
+        (lambda: activation_variance(np.zeros((0, 3))), "X"),
+        (lambda: cohens_d([], [1.0]), "non-empty"),
+    ],
+)
+def test_persistence_bad_input(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()
+
+
+# --- noise -------------------------------------------------------------------------------------------------
+@settings(max_examples=25, deadline=None)
+@given(st.floats(0.0, 1.0), st.sampled_from(["symmetric", "asymmetric"]), st.integers(0, 1000))
+def test_corrupt_labels_flips_exact_fraction(rate, kind, seed):
+    y = np.random.default_rng(seed).integers(0, 5, 300)
+    y_noisy, flipped = corrupt_labels(y, rate, kind, n_classes=5, random_state=seed)
+    assert flipped.sum() == round(rate * 300)
+    np.testing.assert_array_equal(y_noisy[~flipped], y[~flipped])
+    assert (y_noisy[flipped] != y[flipped]).all() and ((0 <= y_noisy) & (y_noisy < 5)).all()
+    if kind == "asymmetric":
+        np.testing.assert_array_equal(y_noisy[flipped], (y[flipped] + 1) % 5)
+
+
+def test_symmetric_noise_spreads_over_other_classes():
+    y = np.zeros(20000, dtype=int)
+    y_noisy, _ = corrupt_labels(y, 0.9, "symmetric", n_classes=10, random_state=0)
+    counts = np.bincount(y_noisy, minlength=10)[1:]
+    assert counts.min() > 0.85 * counts.mean()
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"y": np.array([0, 1]), "noise_rate": 1.5}, "noise_rate"),
+        ({"y": np.array([0, 1]), "noise_rate": 0.1, "kind": "pairwise"}, "kind"),
+        ({"y": np.array([0, 3]), "noise_rate": 0.1, "n_classes": 3}, "n_classes"),
+        ({"y": np.array([]), "noise_rate": 0.1}, "y"),
+        ({"y": np.array([0.5, 1.0]), "noise_rate": 0.1}, "y"),
+        ({"y": np.array([-1, 1]), "noise_rate": 0.1}, "y"),
+    ],
+)
+def test_corrupt_labels_bad_input(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        corrupt_labels(**kwargs)
+
+
+# --- calibration -------------------------------------------------------------------------------------------
+def test_calibrator_recovers_exact_log_linear_map():
+    eta = np.repeat([0.0, 0.1, 0.2, 0.3, 0.4], 2)
+    s = np.exp((eta - 0.05) / 0.3)
+    cal = NoiseSeverityCalibrator().fit(s, eta)
+    np.testing.assert_allclose(cal.coef_, [0.05, 0.3], atol=1e-12)
+    r2, pred = leave_one_rate_out_r2(s, eta)
+    assert r2 == pytest.approx(1.0) and np.allclose(pred, eta)
+
+
+def test_calibrator_isotonic_and_uninformative_signal():
+    eta = np.repeat([0.0, 0.2, 0.4], 3)
+    assert np.all(
+        np.diff(NoiseSeverityCalibrator("isotonic").fit(np.arange(1, 10), eta).predict([1, 5, 9])) >= 0
+    )
+    r2, _ = leave_one_rate_out_r2(np.ones(9), eta)  # a flat signal cannot predict held-out rates
+    assert r2 < 0.0
+
+
+@pytest.mark.parametrize(
+    ("call", "match"),
+    [
+        (lambda: NoiseSeverityCalibrator("cubic").fit([1.0, 2.0], [0, 1]), "method"),
+        (lambda: NoiseSeverityCalibrator().fit([-1.0, 2.0], [0, 1]), "positive"),
+        (lambda: NoiseSeverityCalibrator().fit([1.0, 2.0], [0, 1, 2]), "y must have shape"),
+        (lambda: NoiseSeverityCalibrator().fit(np.ones((3, 2)), [0, 1, 2]), "one signal column"),
+        (lambda: NoiseSeverityCalibrator().fit([1.0], [0.0]), "at least 2"),
+        (lambda: NoiseSeverityCalibrator().fit([1.0, np.nan], [0, 1]), "NaN"),
+        (lambda: leave_one_rate_out_r2([1.0, 2.0, 3.0], [0.0, 0.1]), "equal length"),
+        (lambda: leave_one_rate_out_r2([1.0, 2.0], [0.0, 0.1]), "3 distinct"),
+    ],
+)
+def test_calibration_bad_input(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()
+
+
+# --- tracker -----------------------------------------------------------------------------------------------
+def _small_data(seed=0, n=240):
+    rng = np.random.default_rng(seed)
+    y = np.repeat(np.arange(4), n // 4)
+    X = rng.normal(size=(n, 6)) + 4.0 * np.eye(4, 6)[y]
+    return X, y
+
+
+def _small_tracker(**kw):
+    params = dict(
+        hidden_sizes=(16, 8),
+        epochs=4,
+        checkpoints=(1, 4),
+        n_probe=40,
+        batch_size=32,
+        learning_rate=1e-2,
+        random_state=0,
+    )
+    params.update(kw)
+    return TopologicalMemorizationTracker(**params)
+
+
+def test_tracker_records_checkpoints_and_is_deterministic():
+    X, y = _small_data()
+    y_noisy, flipped = corrupt_labels(y, 0.3, random_state=0)
+    state = torch.random.get_rng_state()
+    a = _small_tracker().fit(X, y_noisy, X[:50], y[:50], noisy_mask=flipped)
+    assert torch.equal(state, torch.random.get_rng_state())  # the global torch RNG is left alone
+    b = _small_tracker().fit(X, y_noisy, X[:50], y[:50], noisy_mask=flipped)
+    assert list(a.checkpoint_epochs_) == [1, 4] and a.val_loss_curve_.shape == (4,)
+    np.testing.assert_array_equal(a.h1_total_, b.h1_total_)
+    row = a.history_[-1]
+    for key in (
+        "h1_total",
+        "h0_total",
+        "activation_variance",
+        "twonn_id",
+        "train_acc",
+        "val_loss",
+        "memorized",
+    ):
+        assert np.isfinite(row[key])
+    feats = a.transform(X[a.probe_index_])
+    assert feats.shape == (40, 8)
+    assert row["h1_total"] == pytest.approx(h1_total_persistence(feats), rel=1e-5, abs=1e-7)
+    assert a.score(X, y) > 0.5  # learns the separable classes despite 30% noise
+    assert np.bincount(y_noisy[a.probe_index_]).tolist() == [10, 10, 10, 10]  # stratified on given labels
+
+
+def test_stratified_probe_index_is_balanced():
+    y = np.repeat(np.arange(5), [10, 20, 30, 40, 50])
+    idx = stratified_probe_index(y, 23, random_state=1)
+    counts = np.bincount(y[idx], minlength=5)
+    assert counts.sum() == 23 and counts.max() - counts.min() <= 1 and len(set(idx)) == 23
+
+
+@pytest.mark.parametrize(
+    ("kw", "match"),
+    [
+        ({"hidden_sizes": ()}, "hidden_sizes"),
+        ({"epochs": 0}, "epochs"),
+        ({"checkpoints": (5,)}, "checkpoints"),
+        ({"learning_rate": -1.0}, "learning_rate"),
+        ({"batch_size": 0}, "batch_size"),
+        ({"n_probe": 2}, "n_probe"),
+        ({"n_probe": 1000}, "n_probe"),
+        ({"normalize": "max"}, "normalize"),
+    ],
+)
+def test_tracker_bad_params(kw, match):
+    X, y = _small_data()
+    with pytest.raises(ValueError, match=match):
+        _small_tracker(**kw).fit(X, y)
+
+
+def test_tracker_bad_data():
+    X, y = _small_data()
+    with pytest.raises(ValueError, match="probe_index"):
+        _small_tracker().fit(X, y, probe_index=np.array([0, 1, 10_000]))
+    with pytest.raises(ValueError, match="noisy_mask"):
+        _small_tracker().fit(X, y, noisy_mask=np.zeros(3, dtype=bool))
+    with pytest.raises(ValueError, match="y_val"):
+        _small_tracker().fit(X, y, X_val=X[:5])
+    with pytest.raises(ValueError):
+        _small_tracker().fit(np.where(np.eye(240, 6) > 0, np.nan, X), y)
+    with pytest.raises(ValueError, match="2 classes"):
+        _small_tracker().fit(X, np.zeros(len(y)))
+    with pytest.raises(ValueError, match="n_probe"):
+        stratified_probe_index(y, 1)
+
+
+def test_crossover_epoch():
+    e = [1, 2, 4, 8]
+    assert crossover_epoch(e, [5, 4, 2, 1], [3, 3, 3, 3]) == 4.0
+    assert np.isnan(crossover_epoch(e, [1, 1, 1, 1], [3, 3, 3, 3]))  # never above: no crossover
+    assert np.isnan(crossover_epoch(e, [5, 5, 5, 5], [3, 3, 3, 3]))  # never drops below
+    with pytest.raises(ValueError, match="equal length"):
+        crossover_epoch(e, [1, 2], [1, 2, 3, 4])
+
+
+# --- grokking ----------------------------------------------------------------------------------------------
+def test_modular_addition_data_and_tiny_run():
+    Xtr, ytr, Xte, yte = modular_addition_data(7, 0.4, random_state=0)
+    assert len(Xtr) + len(Xte) == 49 and len(Xtr) == round(0.4 * 49)
+    np.testing.assert_array_equal(ytr, Xtr.sum(1) % 7)
+    assert len({tuple(p) for p in np.vstack([Xtr, Xte])}) == 49
+    tr = grokking_trajectory(7, 0.5, steps=4, eval_every=2, n_probe=10, random_state=0)
+    assert list(tr["step"]) == [1, 2, 4] and np.isfinite(tr["h1_total"]).all()
+
+
+def test_h1_falls_during_grokking():
+    acc = np.array([0.0, 0.1, 0.5, 0.95])
+    assert h1_falls_during_grokking({"test_acc": acc, "h1_total": np.array([5, 5, 3, 2.0])}) is True
+    assert h1_falls_during_grokking({"test_acc": acc, "h1_total": np.array([5, 5, 6, 7.0])}) is False
+    assert h1_falls_during_grokking({"test_acc": acc * 0.5, "h1_total": np.ones(4)}) is None
+
+
+@pytest.mark.parametrize(
+    ("call", "match"),
+    [
+        (lambda: modular_addition_data(1), "p"),
+        (lambda: modular_addition_data(7, 1.0), "train_fraction"),
+        (lambda: grokking_trajectory(7, steps=0), "steps"),
+        (lambda: grokking_trajectory(7, weight_decay=-1.0), "weight_decay"),
+        (lambda: grokking_trajectory(7, learning_rate=0.0), "learning_rate"),
+        (lambda: grokking_trajectory(7, 0.4, n_probe=1000), "n_probe"),
+    ],
+)
+def test_grokking_bad_input(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()
+
+
+@pytest.mark.experiment
+def test_quick_reproduction(tmp_path):
+    assert_quick_verdict("topo-memorization", tmp_path)
