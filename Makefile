@@ -21,8 +21,9 @@ demo: $(STAMP)
 	$(BIN)/neurips26 run --all --quick
 	$(BIN)/neurips26 report
 
+# one BLAS/torch thread per test process: xdist already runs JOBS processes side by side
 test: $(STAMP)
-	$(BIN)/python -m pytest -n $(JOBS) --dist loadgroup -q
+	OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 $(BIN)/python -m pytest -n $(JOBS) --dist loadgroup -q --durations=15
 
 bench: $(STAMP)
 	$(BIN)/neurips26 bench --all

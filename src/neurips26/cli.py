@@ -164,6 +164,9 @@ def run(
     executor: Annotated[str, typer.Option(help="local | dask | dask-local")] = "local",
     scheduler: Annotated[str | None, typer.Option(help="Dask scheduler address, tcp://HOST:PORT")] = None,
     jobs: Annotated[int, typer.Option(help="parallel experiments (local pool or dask-local workers)")] = 1,
+    threads: Annotated[
+        int, typer.Option(help="BLAS/torch threads inside each experiment (0: library default)")
+    ] = 1,
 ) -> None:
     """Run reproduction experiments; write OUT/<slug>/result.json and figures; print tables and verdicts.
 
@@ -225,6 +228,7 @@ def run(
                 scheduler=scheduler,
                 on_result=on_result,
                 progress_sink=_RichSink(progress),
+                threads=threads or None,
             )
         except (SchedulerUnreachable, ValueError, ImportError) as err:
             err_console.print(str(err))

@@ -145,3 +145,24 @@ def test_report_has_summary_and_sections(tmp_path, monkeypatch):
     assert text.count("\n| ") >= 38  # the summary table has a row per paper
     assert "## MaxSketch" in text and "score finite" in text and "maxsketch/line.png" in text
     assert "<img src='maxsketch/line.png'" in html.read_text()
+
+
+def _thread_probe(run: Run) -> None:
+    import torch
+    from threadpoolctl import threadpool_info
+
+    run.metric("torch threads", torch.get_num_threads())
+    run.metric("blas threads", max([p["num_threads"] for p in threadpool_info()] or [1]))
+    run.check("ran", 1.0, ">=", 1.0)
+
+
+def test_experiments_run_with_capped_threads(tmp_path, monkeypatch):
+    import torch
+
+    monkeypatch.setattr(runner_mod, "load_experiment", lambda slug: _thread_probe)
+    before = torch.get_num_threads()
+    result = run_experiment("maxsketch", out_dir=tmp_path)
+    assert result["metrics"] == {"torch threads": 1, "blas threads": 1}
+    assert torch.get_num_threads() == before
+    with pytest.raises(ValueError, match="threads"):
+        run_experiment("maxsketch", out_dir=tmp_path, threads=0)

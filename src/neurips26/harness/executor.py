@@ -58,9 +58,11 @@ def _task_dir(out_dir: Path, slug: str, seed: int, sweep: bool) -> Path:
     return out_dir / slug / "seeds" / f"seed-{seed}" if sweep else out_dir
 
 
-def _run_task(slug: str, mode: str, seed: int, out_dir: str, experiment: str | None) -> dict[str, Any]:
+def _run_task(
+    slug: str, mode: str, seed: int, out_dir: str, experiment: str | None, threads: int | None
+) -> dict[str, Any]:
     # top-level so that process pools and Dask can pickle it
-    return run_experiment(slug, mode=mode, seed=seed, out_dir=out_dir, experiment=experiment)
+    return run_experiment(slug, mode=mode, seed=seed, out_dir=out_dir, experiment=experiment, threads=threads)
 
 
 def run_many(
@@ -75,6 +77,7 @@ def run_many(
     progress_sink: Any = None,
     experiment: str | None = None,
     connect_timeout: str = "10s",
+    threads: int | None = 1,
 ) -> list[dict[str, Any]]:
     """Run every (slug, seed) pair and return the results in (slug, seed) order.
 
@@ -82,6 +85,7 @@ def run_many(
     ``status == "error"``; it never stops the others. With more than one seed, per-seed results go to
     ``<out>/<slug>/seeds/seed-<s>/<slug>/`` and the sweep summary to ``<out>/<slug>/sweep-<mode>.json``.
     ``experiment`` overrides the registry's experiment (``"module:function"``, for the harness self-test).
+    ``threads`` caps BLAS/torch threads inside each experiment (see ``run_experiment``).
     """
     if executor not in EXECUTORS:
         raise ValueError(f"executor must be one of {EXECUTORS}, got {executor!r}")
@@ -119,7 +123,13 @@ def run_many(
         with ProcessPoolExecutor(max_workers=jobs) as pool:
             futures = [
                 pool.submit(
-                    _run_task, slug, mode, seed, str(_task_dir(out_dir, slug, seed, sweep)), experiment
+                    _run_task,
+                    slug,
+                    mode,
+                    seed,
+                    str(_task_dir(out_dir, slug, seed, sweep)),
+                    experiment,
+                    threads,
                 )
                 for slug, seed in tasks
             ]
@@ -127,7 +137,17 @@ def run_many(
                 collect(future.result())
     else:
         _run_on_dask(
-            tasks, mode, out_dir, sweep, executor, jobs, scheduler, collect, experiment, connect_timeout
+            tasks,
+            mode,
+            out_dir,
+            sweep,
+            executor,
+            jobs,
+            scheduler,
+            collect,
+            experiment,
+            connect_timeout,
+            threads,
         )
 
     ordered = [results[t] for t in tasks]
@@ -138,7 +158,7 @@ def run_many(
 
 
 def _run_on_dask(
-    tasks, mode, out_dir, sweep, executor, jobs, scheduler, collect, experiment, timeout
+    tasks, mode, out_dir, sweep, executor, jobs, scheduler, collect, experiment, timeout, threads
 ) -> None:
     try:
         from dask.distributed import Client, LocalCluster
@@ -171,6 +191,7 @@ def _run_on_dask(
                     seed,
                     str(_task_dir(out_dir, slug, seed, sweep)),
                     experiment,
+                    threads,
                     pure=False,
                 )
                 for slug, seed in tasks

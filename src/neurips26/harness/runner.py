@@ -21,11 +21,14 @@ result.json schema (``SCHEMA_VERSION`` 1)::
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import json
 import random
 import sys
 import time
 import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -58,6 +61,28 @@ def load_experiment(slug: str):
     return getattr(module, func)
 
 
+@contextmanager
+def _thread_limits(threads: int | None) -> Iterator[None]:
+    """Cap BLAS (threadpoolctl) and torch intra-op threads for the block; restore them afterwards."""
+    if threads is None:
+        yield
+        return
+    from threadpoolctl import threadpool_limits
+
+    torch = None
+    if importlib.util.find_spec("torch") is not None:
+        import torch  # experiments may import it lazily; cap it before they do
+    previous = torch.get_num_threads() if torch is not None else None
+    with threadpool_limits(limits=threads):
+        if torch is not None:
+            torch.set_num_threads(threads)
+        try:
+            yield
+        finally:
+            if torch is not None:
+                torch.set_num_threads(previous)
+
+
 def _seed_everything(seed: int) -> None:
     random.seed(seed)
     np.random.seed(seed % (2**32))  # noqa: NPY002 - seeds legacy global-state users too
@@ -72,6 +97,7 @@ def run_experiment(
     out_dir: str | Path = "results",
     progress_sink: ProgressSink | None = None,
     experiment: str | None = None,
+    threads: int | None = 1,
 ) -> dict[str, Any]:
     """Run ``slug``'s experiment; return the result dict and write it to ``out_dir/slug/result.json``.
 
@@ -79,7 +105,14 @@ def run_experiment(
     An unknown slug raises ``KeyError``; a paper without an experiment raises ``ExperimentNotAvailable``.
     ``experiment="package.module:function"`` runs that function instead of the registry's (the harness
     self-test uses it; ``slug`` then only names the output folder).
+
+    ``threads`` caps BLAS and torch threads while the experiment runs (default 1): results then do not depend
+    on the machine's core count (multi-threaded reductions change rounding), small torch models do not pay for
+    oversubscription, and parallelism comes from running experiments side by side (see ``executor``).
+    ``None`` leaves the libraries' defaults.
     """
+    if threads is not None and (not isinstance(threads, int) or threads < 1):
+        raise ValueError(f"threads must be a positive integer or None, got {threads!r}")
     if experiment is None:
         paper = papers.get(slug)
         title, tier = paper.title, paper.tier
@@ -93,11 +126,12 @@ def run_experiment(
         slug=slug, mode=mode, seed=seed, out_dir=paper_dir, progress_sink=progress_sink or ProgressSink()
     )
     started = datetime.now(UTC).isoformat(timespec="seconds")
-    _seed_everything(seed)
     t0 = time.perf_counter()
     error = None
     try:
-        experiment_fn(run)
+        with _thread_limits(threads):
+            _seed_everything(seed)
+            experiment_fn(run)
         body = run.to_dict()
     except Exception:
         error = traceback.format_exc()
