@@ -423,7 +423,7 @@ class MiniBatchKernelKMeans(_ImplicitCentresMixin, ClusterMixin, TransformerMixi
         self._next_id += X.shape[0]
         f_old, _, D = self._step(X, ids)
         self.n_iter_ += 1
-        self._finish()
+        self._finish(exact_norms=False)
         self.labels_ = np.argmin(D, axis=1)
         self.inertia_ = float(np.maximum(D[np.arange(len(X)), self.labels_], 0).sum())
         return self
@@ -526,15 +526,17 @@ class MiniBatchKernelKMeans(_ImplicitCentresMixin, ClusterMixin, TransformerMixi
         D_new = diagB[:, None] - 2 * cross_new + N[None, :]
         return f_old, float(np.maximum(D_new.min(axis=1), 0).mean()), D
 
-    def _finish(self) -> None:
-        """Publish the centres (exact norms) as fitted attributes."""
+    def _finish(self, exact_norms: bool = True) -> None:
+        """Publish the centres as fitted attributes. ``exact_norms=False`` keeps the running N_j (exact up to
+        rounding, recomputed every ``recompute_every`` steps), so a stream of ``partial_fit`` calls does not pay
+        |S_j|^2 kernel evaluations per batch."""
         st = self._state
         self.support_vectors_ = st["points"]
         self.support_owner_ = st["owner"]
         self.support_weights_ = st["w"]
-        self.center_norms_ = _exact_norms(
-            self._kernel_fn, st["points"], st["owner"], st["w"], self.n_clusters
-        )
+        if exact_norms:
+            st["N"] = _exact_norms(self._kernel_fn, st["points"], st["owner"], st["w"], self.n_clusters)
+        self.center_norms_ = st["N"]
 
 
 def _merge_support(ids, points, owner, w, age):
