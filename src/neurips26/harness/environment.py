@@ -1,24 +1,61 @@
-"""What a result was measured on: versions, threads, machine."""
+"""What a result was measured on: code version, package versions, threads in effect, machine."""
 
 from __future__ import annotations
 
 import os
 import platform
+import subprocess
 import sys
+from functools import lru_cache
 from importlib import metadata
+from pathlib import Path
 from typing import Any
 
-_PACKAGES = ("numpy", "scipy", "scikit-learn", "pot", "torch", "matplotlib", "neurips26")
+_CORE = ("numpy", "scipy", "scikit-learn", "POT", "matplotlib", "neurips26")
 
 
-def capture_environment() -> dict[str, Any]:
-    """Versions of the core packages, thread settings and the machine, for a result's ``environment``."""
+@lru_cache(maxsize=1)
+def git_state() -> dict[str, Any]:
+    """The commit of the checkout this package runs from, and whether it had local changes (None outside git)."""
+    root = Path(__file__).resolve().parents[3]
+    if not (root / ".git").exists():
+        return {"commit": None, "dirty": None}
+
+    def git(*args: str) -> str | None:
+        try:
+            done = subprocess.run(
+                ["git", "-C", str(root), *args], capture_output=True, text=True, timeout=10, check=True
+            )
+        except (OSError, subprocess.SubprocessError):
+            return None
+        return done.stdout.strip()
+
+    commit = git("rev-parse", "HEAD")
+    status = git("status", "--porcelain", "--untracked-files=no")
+    return {"commit": commit, "dirty": None if status is None else bool(status)}
+
+
+def package_versions(extra_modules: bool = True) -> dict[str, str | None]:
+    """Versions of the core packages and of every distribution whose modules this process has imported."""
+    names = set(_CORE)
+    if extra_modules:
+        dists = metadata.packages_distributions()
+        for mod in list(sys.modules):
+            top = mod.partition(".")[0]
+            if top.startswith("_"):
+                continue
+            names.update(dists.get(top, ()))
     versions: dict[str, str | None] = {}
-    for name in _PACKAGES:
+    for name in sorted(names, key=str.lower):
         try:
             versions[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
             versions[name] = None
+    return versions
+
+
+def thread_state() -> dict[str, Any]:
+    """The thread counts in effect now: BLAS/OpenMP pools (threadpoolctl), torch, and the env variables."""
     threads: dict[str, Any] = {"cpu_count": os.cpu_count()}
     for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         if var in os.environ:
@@ -29,14 +66,21 @@ def capture_environment() -> dict[str, Any]:
         threads["blas"] = [
             {"api": p.get("internal_api"), "num_threads": p.get("num_threads")} for p in threadpool_info()
         ]
-    except Exception:  # threadpoolctl is a scikit-learn dependency; tolerate its absence
+    except Exception:  # threadpoolctl missing or a pool that cannot be inspected: record what we can
         pass
     if "torch" in sys.modules:
         threads["torch"] = sys.modules["torch"].get_num_threads()
+    return threads
+
+
+def capture_environment(threads: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Versions, thread settings (``threads`` as measured inside the run, when given) and the machine."""
     return {
         "python": platform.python_version(),
         "platform": platform.platform(),
         "machine": platform.machine(),
-        "packages": versions,
-        "threads": threads,
+        "processor": platform.processor() or None,
+        "git": git_state(),
+        "packages": package_versions(),
+        "threads": threads if threads is not None else thread_state(),
     }

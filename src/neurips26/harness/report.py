@@ -1,198 +1,379 @@
-"""``results/REPORT.md`` and ``results/report.html``: a summary table, then one section per paper."""
+"""``results/REPORT.md`` and ``results/report.html``, both from one Markdown source.
+
+The report opens with what a reader must not miss: every surprise (a check whose outcome differs from its
+declaration, a crash, a stale or unreadable record), then a figure of verdicts by field and the summary table.
+Each paper's section puts its declaration beside the measurements, check by check (declared outcome, measured
+value with its seed interval, outcome) for quick and full mode, then the reasons, the tables, the figures, the
+seed sweeps and the peer-benchmark rows. The HTML is the same Markdown rendered by markdown-it-py.
+"""
 
 from __future__ import annotations
 
 import html as _html
-import json
+from collections import Counter
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from .. import papers
-from .runner import load_result
+from .claims import fill_reason
+from .environment import git_state
+from .records import BROKEN, load_bench, load_result, load_sweep, write_text_atomic
+from .run import fmt_number
+
+MODES = ("quick", "full")
+_OUTCOME_CLASS = {
+    "pass": "o-pass",
+    "fail": "o-fail",
+    "inconclusive": "o-inc",
+    "reproduced": "o-pass",
+    "partial": "o-inc",
+    "not-reproduced": "o-fail",
+    "error": "o-err",
+    "unreadable": "o-err",
+    "stale-schema": "o-err",
+}
+_VERDICT_COLOURS = {
+    "reproduced": "#2e7d32",
+    "partial": "#f9a825",
+    "inconclusive": "#8e8e8e",
+    "not-reproduced": "#c62828",
+    "error": "#6a1b9a",
+    "implemented": "#4fc3f7",
+    "planned": "#e0e0e0",
+}
 
 
-def _fmt(value: Any) -> str:
-    if value is None:
+def _tag(word: str | None) -> str:
+    if not word:
         return "-"
-    if isinstance(value, float):
-        return f"{value:.4g}"
+    cls = _OUTCOME_CLASS.get(word)
+    return f'<span class="{cls}">{word}</span>' if cls else word
+
+
+def _cell(value: Any) -> str:
     if isinstance(value, list) and len(value) == 2 and all(isinstance(v, (int, float)) for v in value):
-        return f"[{value[0]:.4g}, {value[1]:.4g}]"
-    return str(value)
+        return f"[{fmt_number(value[0])}, {fmt_number(value[1])}]"
+    text = fmt_number(value)
+    return text.replace("|", "\\|").replace("\n", " ")
 
 
-def _verdict(result: dict[str, Any] | None) -> str:
+def _table(header: list[str], rows: list[list[Any]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "| " + " | ".join("---" for _ in header) + " |"]
+    lines += ["| " + " | ".join(str(x) for x in r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def _run_state(result: dict[str, Any] | None, paper: papers.Paper) -> str:
+    """ok / error / unreadable / stale-schema / stale (declaration changed since the run) / none."""
     if result is None:
-        return "-"
-    return "error" if result.get("status") == "error" else str(result["verdict"])
+        return "none"
+    status = result.get("status")
+    if status in BROKEN or status == "error":
+        return status
+    claims = paper.claims
+    recorded = (result.get("claims") or {}).get("digest")
+    if claims is not None and recorded and recorded != claims.digest:
+        return "stale"
+    return "ok"
+
+
+def _verdict_word(result: dict[str, Any] | None) -> str | None:
+    if result is None:
+        return None
+    if result.get("status") != "ok":
+        return result.get("status")
+    return result.get("verdict")
 
 
 def _collect(out: Path) -> list[dict[str, Any]]:
     rows = []
     for p in papers.PAPERS:
-        by_mode = {m: load_result(p.slug, out, mode=m) for m in ("quick", "full")}
-        sweeps = {}
-        for m in ("quick", "full"):
-            path = out / p.slug / f"sweep-{m}.json"
-            if path.exists():
-                sweeps[m] = json.loads(path.read_text())
-        rows.append({"paper": p, "quick": by_mode["quick"], "full": by_mode["full"], "sweeps": sweeps})
+        runs = {m: load_result(p.slug, out, m) for m in MODES}
+        sweeps = {m: s for m in MODES if (s := load_sweep(p.slug, out, m)) is not None}
+        rows.append({"paper": p, "runs": runs, "sweeps": sweeps, "bench": load_bench(p.slug, out)})
     return rows
 
 
-def _sweep_rows(sweep: dict[str, Any]) -> list[list[str]]:
-    return [
-        [
-            c["name"],
-            _fmt(c["median"]),
-            _fmt(c["min"]),
-            _fmt(c["max"]),
-            _fmt(c["iqr"]),
-            c["op"],
-            _fmt(c["threshold"]),
-            f"{c['pass_rate']:.0%}",
-        ]
-        for c in sweep["checks"]
-    ]
-
-
-SWEEP_HEADER = ["check", "median", "min", "max", "IQR", "op", "threshold", "pass rate"]
-
-
-def _checks_rows(result: dict[str, Any]) -> list[list[str]]:
-    return [
-        [c["name"], _fmt(c["measured"]), c["op"], _fmt(c["threshold"]), "pass" if c["passed"] else "FAIL"]
-        for c in result["checks"]
-    ]
-
-
-def _md_table(header: list[str], rows: list[list[str]]) -> str:
-    esc = [[str(x).replace("|", "\\|") for x in r] for r in rows]
-    lines = ["| " + " | ".join(header) + " |", "| " + " | ".join("---" for _ in header) + " |"]
-    lines += ["| " + " | ".join(r) + " |" for r in esc]
-    return "\n".join(lines)
-
-
-def _summary(rows: list[dict[str, Any]]) -> tuple[list[str], list[list[str]]]:
-    header = ["slug", "field", "tier", "status", "quick verdict", "full verdict", "checks passed (latest)"]
-    body = []
+def _surprises(rows: list[dict[str, Any]]) -> list[str]:
+    items = []
     for r in rows:
         p = r["paper"]
-        latest = r["full"] or r["quick"]
-        passed = "-"
-        if latest and latest.get("checks"):
-            passed = f"{sum(c['passed'] for c in latest['checks'])}/{len(latest['checks'])}"
-        body.append([p.slug, p.field, p.tier, p.status, _verdict(r["quick"]), _verdict(r["full"]), passed])
-    return header, body
+        for mode, res in r["runs"].items():
+            state = _run_state(res, p)
+            where = f"`{p.slug}` ({mode})"
+            if state == "error":
+                first = (res.get("error") or "").strip().splitlines()
+                items.append(f"{where}: {_tag('error')}: {first[-1] if first else 'no message'}")
+            elif state in BROKEN:
+                items.append(f"{where}: record {_tag(state)} ({res.get('error')}); rerun it")
+            elif state == "stale":
+                items.append(f"{where}: stale: the claims declaration changed after this run; rerun it")
+            if state in ("ok", "stale"):
+                for c in res.get("checks", []):
+                    if c["outcome"] != c["expected"]:
+                        items.append(
+                            f"{where}: check `{c['id']}` declared {_tag(c['expected'])}, measured "
+                            f"{_tag(c['outcome'])} ({_cell(c['measured'])} {c['op']} {_cell(c['threshold'])})"
+                        )
+        for mode, sweep in r["sweeps"].items():
+            if sweep.get("status") in BROKEN:
+                items.append(f"`{p.slug}` ({mode} sweep): summary {_tag('unreadable')}")
+                continue
+            if sweep.get("n_crashed"):
+                items.append(
+                    f"`{p.slug}` ({mode} sweep): {sweep['n_crashed']} seed(s) crashed: {sweep['crashed']}"
+                )
+            for c in sweep.get("checks", []):
+                if not c["consistent"]:
+                    flips = ", ".join(f"seed {s}: {o}" for s, o in c["outcomes"].items())
+                    items.append(
+                        f"`{p.slug}` ({mode} sweep): check `{c['id']}` declared {_tag(c['expected'])}, per seed {flips}"
+                    )
+        if r["bench"] and r["bench"].get("status") in BROKEN:
+            items.append(f"`{p.slug}` bench.json {_tag('unreadable')}")
+    return items
 
 
-def write_report(out: str | Path = "results") -> tuple[Path, Path]:
-    """Write the Markdown and HTML reports into ``out`` and return their paths."""
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+def _status_figure(rows: list[dict[str, Any]], out: Path) -> str | None:
+    """Stacked bars: per field, how many papers have each measured quick verdict (or registry status)."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:  # pragma: no cover - matplotlib is a core dependency
+        return None
+    fields = sorted({r["paper"].field for r in rows})
+    counts = {f: Counter() for f in fields}
+    for r in rows:
+        res = r["runs"]["quick"]
+        word = _verdict_word(res) if _run_state(res, r["paper"]) in ("ok", "stale", "error") else None
+        word = word or r["paper"].status
+        counts[r["paper"].field]["error" if word in BROKEN else word] += 1
+    order = [k for k in _VERDICT_COLOURS if any(counts[f][k] for f in fields)]
+    fig, ax = plt.subplots(figsize=(6.5, 0.22 * len(fields) + 1.0))
+    left = [0] * len(fields)
+    for key in order:
+        vals = [counts[f][key] for f in fields]
+        ax.barh(fields, vals, left=left, color=_VERDICT_COLOURS[key], label=key, edgecolor="white")
+        left = [a + b for a, b in zip(left, vals)]
+    ax.invert_yaxis()
+    ax.set_xlabel("papers (quick-mode verdict where measured, else registry status)")
+    ax.legend(fontsize=7, ncol=len(order), loc="lower center", bbox_to_anchor=(0.5, 1.0), frameon=False)
+    ax.tick_params(labelsize=8)
+    ax.xaxis.get_major_locator().set_params(integer=True)
+    path = out / "report-verdicts.png"
+    fig.savefig(path, dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    return path.name
+
+
+def _paper_section(r: dict[str, Any], out: Path) -> list[str]:
+    p = r["paper"]
+    claims = p.claims
+    runs = {m: res for m, res in r["runs"].items() if res is not None}
+    md = [f'<a id="{p.slug}"></a>', "", f"### {p.title} (`{p.slug}`)", ""]
+    md += [f"Tier {p.tier}; status {_tag(p.status)}; code `{p.source_dir}/`.", ""]
+    md += [f"**Claim checked** (digest): {p.check}", ""]
+    if claims is None:
+        return md
+    if claims.quick:
+        md += [f"**Quick mode:** {claims.quick}", ""]
+    if claims.deviations:
+        md += ["**Deviations from the digest:**", ""] + [f"- {d}" for d in claims.deviations] + [""]
+    by_mode = {
+        m: {c["id"]: c for c in res.get("checks", [])}
+        for m, res in runs.items()
+        if res.get("status") not in BROKEN
+    }
+    header = ["check", "kind", "condition"]
+    for m in MODES:
+        header += [f"{m}: declared", f"{m}: measured", f"{m}: outcome"]
+    rows = []
+    for spec in claims.checks:
+        row = [f"`{spec.id}`", spec.kind, spec.condition().replace("|", "\\|")]
+        for m in MODES:
+            if m not in spec.modes:
+                row += ["-", "-", "-"]
+                continue
+            c = by_mode.get(m, {}).get(spec.id)
+            measured = "-" if c is None else _cell(c["measured"])
+            if c is not None and c.get("interval"):
+                measured += f" [{_cell(c['interval'][0])}, {_cell(c['interval'][1])}]"
+            row += [_tag(spec.expect[m]), measured, _tag(c["outcome"]) if c else "not run"]
+        rows.append(row)
+    md += [_table(header, rows), ""]
+    md += ["*Measured values of per-seed checks show the median and the [min, max] over seeds.*", ""]
+    for spec in claims.checks:
+        md += [f"- `{spec.id}`: {spec.measures}"]
+    md += [""]
+    for m, res in runs.items():
+        values = {**res.get("params", {}), **res.get("metrics", {})}
+        values.update({c["id"]: c["measured"] for c in res.get("checks", [])})
+        reasons = [
+            f"- `{s.id}` ({m}: declared {_tag(s.expect[m])}): {fill_reason(s.reason, values)}"
+            for s in claims.for_mode(m)
+            if s.reason
+        ]
+        if reasons and res.get("status") == "ok":
+            md += [f"**Reasons ({m} mode, with this run's values):**", ""] + reasons + [""]
+    for m, res in runs.items():
+        state = _run_state(res, p)
+        head = f"#### {m} mode, seed {res.get('seed')}: {_tag(_verdict_word(res))}"
+        if state == "stale":
+            head += " (stale: declaration changed since)"
+        md += [head, ""]
+        if state in BROKEN:
+            md += [f"Record {state}: `{res.get('path')}` ({res.get('error')}).", ""]
+            continue
+        run_dir = Path(res["path"]).parent.relative_to(out) if "path" in res else Path(p.slug)
+        if state == "error":
+            md += ["```", (res.get("error") or "").strip(), "```", ""]
+        if res.get("params"):
+            params = ", ".join(f"{k} = {_cell(v)}" for k, v in res["params"].items())
+            md += [f"*Parameters:* {params}", ""]
+        for t in res.get("tables", []):
+            trows = [[_cell(row.get(c)) for c in t["columns"]] for row in t["rows"]]
+            cap = f"{t['name']}" + (f": {t['caption']}" if t.get("caption") else "")
+            md += [f"*{cap}*", "", _table([c.replace("|", "\\|") for c in t["columns"]], trows), ""]
+        for f in res.get("figures", []):
+            src = (run_dir / f["path"]).as_posix()
+            md += [f"![{f['name']}]({src})", ""]
+            if f.get("caption"):
+                md += [f"*{f['caption']}*", ""]
+        for note in res.get("notes", []):
+            md += [f"- {note}"]
+        env = res.get("environment", {})
+        git = env.get("git") or {}
+        commit = (git.get("commit") or "unknown")[:10] + (" (dirty)" if git.get("dirty") else "")
+        envline = (
+            f"commit {commit}; python {env.get('python')}, {env.get('machine')}, "
+            f"{(env.get('threads') or {}).get('cpu_count')} cpus, threads requested "
+            f"{(env.get('threads') or {}).get('requested')}; {res.get('total_seconds', 0):.1f} s; "
+            f"started {res.get('started_at')}"
+        )
+        md += ["", f"<sub>{_html.escape(envline)}</sub>", ""]
+    for m, sweep in r["sweeps"].items():
+        if sweep.get("status") in BROKEN:
+            continue
+        verdicts = ", ".join(f"{n} {v}" for v, n in sweep["verdicts"].items())
+        md += [
+            f"#### Seed sweep, {m} mode, seeds {sweep['seeds']}: {verdicts}; {sweep['n_crashed']} crashed",
+            "",
+        ]
+        srows = [
+            [
+                f"`{c['id']}`",
+                c["kind"],
+                _tag(c["expected"]),
+                ", ".join(f"{s}: {_tag(o)}" for s, o in c["outcomes"].items()),
+                _cell(c["median"]),
+                f"[{_cell(c['min'])}, {_cell(c['max'])}]",
+                "yes" if c["consistent"] else _tag("fail"),
+            ]
+            for c in sweep["checks"]
+        ]
+        md += [
+            _table(
+                ["check", "kind", "declared", "outcome per seed", "median", "min-max", "consistent"], srows
+            ),
+            "",
+        ]
+    bench = r["bench"]
+    if bench and bench.get("rows"):
+        cols = list(dict.fromkeys(k for row in bench["rows"] for k in row))
+        md += [f"#### Peer benchmark ({bench.get('mode', '')}, {bench.get('written_at', '')})", ""]
+        md += [_table(cols, [[_cell(row.get(c)) for c in cols] for row in bench["rows"]]), ""]
+    return md
+
+
+_CSS = """
+body{font-family:system-ui,-apple-system,sans-serif;max-width:1100px;margin:1.5em auto;padding:0 1em;
+line-height:1.45;color:#222}
+table{border-collapse:collapse;margin:.5em 0;display:block;overflow-x:auto;max-width:100%}
+td,th{border:1px solid #ccc;padding:2px 7px;font-size:86%;vertical-align:top}
+th{background:#f3f3f3}
+img{max-width:100%;height:auto}
+pre{overflow-x:auto;background:#f7f7f7;padding:.5em;font-size:80%}
+code{font-size:90%}
+.o-pass{color:#1b5e20;background:#e8f5e9;padding:0 3px;border-radius:3px}
+.o-fail{color:#b71c1c;background:#ffebee;padding:0 3px;border-radius:3px}
+.o-inc{color:#6d4c00;background:#fff8e1;padding:0 3px;border-radius:3px}
+.o-err{color:#fff;background:#6a1b9a;padding:0 3px;border-radius:3px}
+"""
+
+
+def render_html(markdown_text: str, title: str = "neurips26 report") -> str:
+    """The report page: the Markdown rendered by markdown-it-py (tables on, inline HTML kept)."""
+    from markdown_it import MarkdownIt
+
+    body = MarkdownIt("commonmark", {"html": True}).enable("table").render(markdown_text)
+    return (
+        "<!doctype html><html lang='en'><head><meta charset='utf-8'>"
+        "<meta name='viewport' content='width=device-width, initial-scale=1'>"
+        f"<title>{_html.escape(title)}</title><style>{_CSS}</style></head><body>\n{body}</body></html>\n"
+    )
+
+
+def build_markdown(out: Path) -> str:
     rows = _collect(out)
-    header, body = _summary(rows)
-    n_status = {s: sum(r["paper"].status == s for r in rows) for s in papers.STATUSES}
-    counts = ", ".join(f"{n} {s}" for s, n in n_status.items() if n)
-
+    git = git_state()
+    commit = (git.get("commit") or "unknown")[:12] + (" (with local changes)" if git.get("dirty") else "")
+    n_status = Counter(r["paper"].status for r in rows)
+    counts = ", ".join(f"{n_status[s]} {s}" for s in papers.STATUSES if n_status[s])
     md = [
         "# neurips26 reproduction report",
         "",
-        f"{len(rows)} papers: {counts}.",
+        f"Code at commit `{commit}`; written {datetime.now(UTC).isoformat(timespec='seconds')}. "
+        f"{len(rows)} papers (registry status derived from each claims declaration): {counts}.",
         "",
-        _md_table(header, body),
+        "## Surprises",
         "",
     ]
-    sections_html = []
-    for r in rows:
-        p = r["paper"]
-        results = [(m, r[m]) for m in ("quick", "full") if r[m] is not None]
-        if not results and not r["sweeps"]:
-            continue
-        md += [f"## {p.title} (`{p.slug}`)", ""]
-        md += [f"*Tier {p.tier}; status **{p.status}**; code `{p.source_dir}/`.*", ""]
-        md += [f"**Claim checked** (digest): {p.check}", ""]
-        if p.status_note:
-            md += [f"**Status note:** {p.status_note}", ""]
-        sec = [f"<h2 id='{p.slug}'>{_html.escape(p.title)} (<code>{p.slug}</code>)</h2>"]
-        sec.append(
-            f"<p><em>Tier {p.tier}; status <b>{p.status}</b>; code <code>{p.source_dir}/</code>.</em></p>"
-        )
-        sec.append(f"<p><b>Claim checked</b> (digest): {_html.escape(p.check)}</p>")
-        if p.status_note:
-            sec.append(f"<p><b>Status note:</b> {_html.escape(p.status_note)}</p>")
-        for mode, res in results:
-            title = f"{mode} mode, seed {res['seed']}: verdict {_verdict(res)} ({res['total_seconds']:.1f} s)"
-            md += [f"### {title}", ""]
-            sec.append(f"<h3>{_html.escape(title)}</h3>")
-            if res.get("status") == "error":
-                md += ["```", res.get("error", "").strip(), "```", ""]
-                sec.append(f"<pre>{_html.escape(res.get('error', ''))}</pre>")
-                continue
-            if res["expected_verdict"] != "reproduced":
-                line = f"Declared verdict: {res['expected_verdict']}. {res['expected_reason']}"
-                md += [f"> {line}", ""]
-                sec.append(f"<blockquote>{_html.escape(line)}</blockquote>")
-            checks = _checks_rows(res)
-            ch_header = ["check", "measured", "op", "threshold", "result"]
-            md += [_md_table(ch_header, checks), ""]
-            sec.append(_html_table(ch_header, checks))
-            for t in res["tables"]:
-                trows = [[_fmt(row.get(c)) for c in t["columns"]] for row in t["rows"]]
-                cap = f"{t['name']}" + (f": {t['caption']}" if t.get("caption") else "")
-                md += [f"*{cap}*", "", _md_table(t["columns"], trows), ""]
-                sec.append(f"<p><em>{_html.escape(cap)}</em></p>" + _html_table(t["columns"], trows))
-            for f in res["figures"]:
-                path = f"{p.slug}/{f['path']}"
-                md += [f"![{f['name']}]({path})", ""]
-                if f.get("caption"):
-                    md += [f"*{f['caption']}*", ""]
-                sec.append(
-                    f"<figure><img src='{path}' alt='{f['name']}' style='max-width:720px'>"
-                    f"<figcaption>{_html.escape(f.get('caption', ''))}</figcaption></figure>"
-                )
-            for note in res.get("notes", []):
-                md += [f"- {note}"]
-                sec.append(f"<p>&bull; {_html.escape(note)}</p>")
-            env = res.get("environment", {})
-            envline = f"python {env.get('python')}, {env.get('machine')}, cpus {env.get('threads', {}).get('cpu_count')}"
-            md += ["", f"<sub>{envline}; started {res.get('started_at')}</sub>", ""]
-            sec.append(f"<p><small>{_html.escape(envline)}; started {res.get('started_at')}</small></p>")
-        for mode, sweep in r["sweeps"].items():
-            verdicts = ", ".join(f"{n} {v}" for v, n in sweep["verdicts"].items())
-            title = f"Seed sweep, {mode} mode, seeds {sweep['seeds']}: {verdicts}"
-            rows_ = _sweep_rows(sweep)
-            md += [f"### {title}", "", _md_table(SWEEP_HEADER, rows_), ""]
-            sec.append(f"<h3>{_html.escape(title)}</h3>" + _html_table(SWEEP_HEADER, rows_))
-        sections_html.append("\n".join(sec))
-
-    md_path = out / "REPORT.md"
-    md_path.write_text("\n".join(md) + "\n")
-    page = (
-        "<!doctype html><html><head><meta charset='utf-8'><title>neurips26 report</title><style>"
-        "body{font-family:system-ui,sans-serif;max-width:1000px;margin:2em auto;padding:0 1em}"
-        "table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;padding:2px 8px;"
-        "font-size:90%}th{background:#f3f3f3}blockquote{color:#555;border-left:3px solid #ccc;padding-left:1em}"
-        "</style></head><body><h1>neurips26 reproduction report</h1>"
-        f"<p>{len(rows)} papers: {_html.escape(counts)}.</p>"
-        + _html_table(header, body, link_first=True)
-        + "\n".join(sections_html)
-        + "</body></html>"
-    )
-    html_path = out / "report.html"
-    html_path.write_text(page)
-    return md_path, html_path
-
-
-def _html_table(header: list[str], rows: list[list[str]], link_first: bool = False) -> str:
-    head = "".join(f"<th>{_html.escape(h)}</th>" for h in header)
+    surprises = _surprises(rows)
+    md += [f"- {s}" for s in surprises] if surprises else ["None: every stored run matches its declaration."]
+    md += [""]
+    fig = _status_figure(rows, out)
+    if fig:
+        md += [f"![verdicts by field]({fig})", ""]
+    header = ["slug", "field", "tier", "status", "quick", "full", "claim checks passed (quick)"]
     body = []
     for r in rows:
-        cells = []
-        for i, x in enumerate(r):
-            text = _html.escape(str(x))
-            if link_first and i == 0:
-                text = f"<a href='#{text}'>{text}</a>"
-            cells.append(f"<td>{text}</td>")
-        body.append("<tr>" + "".join(cells) + "</tr>")
-    return f"<table><tr>{head}</tr>{''.join(body)}</table>"
+        p = r["paper"]
+        quick = r["runs"]["quick"]
+        passed = "-"
+        if quick and quick.get("status") == "ok":
+            claims_ = [c for c in quick["checks"] if c["kind"] == "claim"]
+            passed = f"{sum(c['outcome'] == 'pass' for c in claims_)}/{len(claims_)}"
+        anchor = f"[`{p.slug}`](#{p.slug})" if p.claims is not None else f"`{p.slug}`"
+        body.append(
+            [
+                anchor,
+                p.field,
+                p.tier.replace("|", "/"),
+                _tag(p.status),
+                _tag(_verdict_word(quick)),
+                _tag(_verdict_word(r["runs"]["full"])),
+                passed,
+            ]
+        )
+    md += ["## Summary", "", _table(header, body), ""]
+    for field in sorted({r["paper"].field for r in rows}):
+        built = [r for r in rows if r["paper"].field == field and r["paper"].claims is not None]
+        if not built:
+            continue
+        md += [f"## {field}", ""]
+        for r in built:
+            md += _paper_section(r, out)
+    return "\n".join(md) + "\n"
+
+
+def write_report(out: str | Path = "results") -> tuple[Path, Path]:
+    """Write ``REPORT.md`` and ``report.html`` into ``out`` (atomically) and return their paths."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    text = build_markdown(out)
+    md_path = write_text_atomic(out / "REPORT.md", text)
+    html_path = write_text_atomic(out / "report.html", render_html(text))
+    return md_path, html_path

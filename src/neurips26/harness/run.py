@@ -1,53 +1,48 @@
 """The experiment protocol: a :class:`Run` records what a reproduction experiment measures.
 
-An experiment is a function ``run(run: Run) -> None`` in ``<paper package>/experiment.py``. It generates its
-data from ``run.seed``, fits our method and every baseline the paper names on the same data, and records:
+An experiment is a function ``run(run: Run) -> None`` in ``<paper package>/experiment.py``; its checks are
+declared beforehand in ``claims.toml`` beside it (see :mod:`neurips26.harness.claims`). It generates its data
+from ``run.seed``, fits our method and every baseline the paper names on the same data, and records:
 
+- ``run.param(name, quick=..., full=...)``: a size or setting, chosen by mode and recorded;
 - ``run.table(rows)``: rows of method x metric;
-- ``run.check(name, measured, op, threshold)``: each pass condition of the paper's digest, with the threshold
-  fixed in the experiment's source before the run (never computed from the measurement);
+- ``run.check(id, measured)``: the measurement of a declared check, one value or one per seed/replicate
+  (op, threshold, kind and the expected outcome come from the declaration, never from the experiment);
+- ``run.metric(name, value)``: every number a reason cites, and anything else worth keeping;
 - ``run.figure(fig, name)``: the plot a reader would rather look at than read;
-- ``run.timer(name)``: wall-clock timings (the whole run is timed automatically).
+- ``with run.timer("fit") as t: ...; t.seconds``: wall-clock timings (the whole run is timed as well).
 
-The verdict follows from the checks alone: ``reproduced`` when all pass, ``not-reproduced`` when none
-pass, ``partial`` otherwise. An experiment whose claim honestly does not reproduce says so up front with
-``run.expect("partial", reason=...)``; the test suite then asserts that verdict instead of ``reproduced``.
+The verdict follows from the claim checks alone; a failing sanity check, a declared check never recorded, or an
+undeclared one makes the run an error, not a verdict.
 """
 
 from __future__ import annotations
 
 import math
-import operator
+import re
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-MODES = ("quick", "full")
-VERDICTS = ("reproduced", "partial", "not-reproduced")
+from .claims import MODES, Claims, ClaimsError, MeasuredCheck, verdict_from
 
-_OPS: dict[str, Callable[[float, Any], bool]] = {
-    ">=": operator.ge,
-    "<=": operator.le,
-    ">": operator.gt,
-    "<": operator.lt,
-    "==": operator.eq,
-    "in": lambda x, bounds: bounds[0] <= x <= bounds[1],
-}
+_SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 
-def _jsonable(value: Any) -> Any:
+def jsonable(value: Any) -> Any:
     """Numbers and containers as plain JSON values; NaN and inf become None (JSON has neither)."""
     if isinstance(value, Mapping):
-        return {str(k): _jsonable(v) for k, v in value.items()}
+        return {str(k): jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
+        return [jsonable(v) for v in value]
     if isinstance(value, np.ndarray):
-        return _jsonable(value.tolist())
+        return jsonable(value.tolist())
     if isinstance(value, (bool, np.bool_)):
         return bool(value)
     if isinstance(value, (int, np.integer)):
@@ -60,25 +55,9 @@ def _jsonable(value: Any) -> Any:
     return str(value)
 
 
-@dataclass
-class Check:
-    """One pass condition of a paper's reproduction check: ``measured op threshold``."""
-
-    name: str
-    measured: float | None
-    op: str
-    threshold: float | tuple[float, float]
-    passed: bool
-    note: str = ""
-
-    def describe(self) -> str:
-        m = "nan" if self.measured is None else f"{self.measured:.4g}"
-        if self.op == "in":
-            lo, hi = self.threshold  # type: ignore[misc]
-            cond = f"{m} in [{lo:.4g}, {hi:.4g}]"
-        else:
-            cond = f"{m} {self.op} {self.threshold:.4g}"
-        return f"{'PASS' if self.passed else 'FAIL'}  {self.name}: {cond}"
+def _number(value: float) -> float | str:
+    """A measured value for JSON: finite floats as they are, inf/-inf/nan as strings (never silently null)."""
+    return value if math.isfinite(value) else str(value)
 
 
 @dataclass
@@ -92,8 +71,23 @@ class Table:
 @dataclass
 class Figure:
     name: str
-    path: str  # relative to the run's output folder
+    path: str  # relative to the run's record folder
     caption: str = ""
+
+
+class Timer:
+    """Seconds spent in a ``with`` block: ``with Timer() as t: ...; t.seconds``."""
+
+    def __init__(self) -> None:
+        self.seconds = math.nan
+        self._t0 = 0.0
+
+    def __enter__(self) -> Timer:
+        self._t0 = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.seconds = time.perf_counter() - self._t0
 
 
 class ProgressSink:
@@ -119,30 +113,34 @@ class Run:
     Parameters
     ----------
     slug : the paper's registry slug.
-    mode : ``"quick"`` (about a minute on 2 cores; used by CI) or ``"full"`` (paper-like scale).
+    claims : the paper's declaration (``claims.toml``); every recorded check must be declared in it.
+    mode : ``"quick"`` (at most about 30 s on one core; used by CI) or ``"full"`` (paper-like scale).
     seed : master seed; experiments derive every random stream from it.
-    out_dir : folder for this paper's outputs (``results/<slug>``).
+    out_dir : this run's record folder (figures are written here).
     """
 
     slug: str
+    claims: Claims
     mode: str = "quick"
     seed: int = 0
     out_dir: Path = Path("results")
     progress_sink: ProgressSink = field(default_factory=ProgressSink)
-    checks: list[Check] = field(default_factory=list)
+    checks: list[MeasuredCheck] = field(default_factory=list)
     tables: list[Table] = field(default_factory=list)
     figures: list[Figure] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
     metrics: dict[str, Any] = field(default_factory=dict)
+    params: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
-    expected_verdict: str = "reproduced"
-    expected_reason: str = ""
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}")
-        if not isinstance(self.seed, (int, np.integer)) or self.seed < 0:
+        if isinstance(self.seed, bool) or not isinstance(self.seed, (int, np.integer)) or self.seed < 0:
             raise ValueError(f"seed must be a non-negative integer, got {self.seed!r}")
+        if not isinstance(self.claims, Claims):
+            raise TypeError(f"claims must be a Claims declaration, got {type(self.claims).__name__}")
+        self.seed = int(self.seed)
         self.out_dir = Path(self.out_dir)
 
     # --- mode helpers ------------------------------------------------------------------------------
@@ -155,49 +153,69 @@ class Run:
         return self.mode == "full"
 
     def pick(self, quick: Any, full: Any) -> Any:
-        """The value for this run's mode, e.g. ``n = run.pick(quick=6000, full=20000)``."""
+        """The value for this run's mode (not recorded; prefer :meth:`param` for sizes and settings)."""
         return quick if self.quick else full
 
-    @property
+    def param(self, name: str, quick: Any, full: Any = None) -> Any:
+        """A size or setting by mode, recorded under ``params``: ``n = run.param("n", quick=6000, full=20000)``.
+
+        ``full`` defaults to ``quick`` (a setting that does not change with the mode).
+        """
+        if name in self.params:
+            raise ValueError(f"param {name!r} recorded twice")
+        value = quick if (self.quick or full is None) else full
+        self.params[name] = jsonable(value)
+        return value
+
+    @cached_property
     def rng(self) -> np.random.Generator:
-        """A fresh generator seeded from the run's seed (same stream on every access)."""
+        """The run's generator, seeded from ``seed``; one stream, so successive draws differ."""
         return np.random.default_rng(self.seed)
 
     def seeds(self, n: int) -> list[int]:
-        """``n`` distinct, reproducible integer seeds derived from the run's seed."""
-        return [int(s) for s in np.random.SeedSequence(self.seed).generate_state(n) % (2**31 - 1)]
+        """``n`` distinct, reproducible integer seeds derived from the run's seed (for replicates)."""
+        if not isinstance(n, (int, np.integer)) or n < 1:
+            raise ValueError(f"n must be a positive integer, got {n!r}")
+        return [int(s) for s in np.random.SeedSequence(self.seed).generate_state(int(n)) % (2**31 - 1)]
 
     # --- recording -----------------------------------------------------------------------------------
-    def check(
-        self,
-        name: str,
-        measured: float,
-        op: str,
-        threshold: float | tuple[float, float],
-        *,
-        note: str = "",
-    ) -> bool:
-        """Record the pass condition ``measured op threshold`` and return whether it holds.
+    def check(self, check_id: str, measured: float | Sequence[float], *, note: str = "") -> str:
+        """Record the measurement of the declared check ``check_id``; return its outcome.
 
-        ``op`` is one of ``>= <= > < ==`` or ``in`` (``threshold = (lo, hi)``, inclusive). A NaN
-        measurement never passes.
+        ``measured`` is one value, or one value per seed/replicate: then the median is reported and the outcome
+        is decided on the min-max interval of the values (``pass`` / ``fail`` / ``inconclusive``).
         """
-        if op not in _OPS:
-            raise ValueError(f"op must be one of {sorted(_OPS)}, got {op!r}")
-        if any(c.name == name for c in self.checks):
-            raise ValueError(f"check {name!r} recorded twice")
-        if op == "in":
-            if not (isinstance(threshold, (tuple, list)) and len(threshold) == 2):
-                raise ValueError("op 'in' needs threshold=(lo, hi)")
-            threshold = (float(threshold[0]), float(threshold[1]))
-        else:
-            threshold = float(threshold)  # type: ignore[arg-type]
-        value = float(measured)
-        finite = math.isfinite(value) or (math.isinf(value) and op != "==")
-        passed = bool(finite and not math.isnan(value) and _OPS[op](value, threshold))
-        self.checks.append(Check(name, value if math.isfinite(value) else None, op, threshold, passed, note))
-        self.log(self.checks[-1].describe())
-        return passed
+        spec = self.claims.get(check_id)
+        if self.mode not in spec.modes:
+            raise ClaimsError(f"check {check_id!r} is declared for {list(spec.modes)}, not {self.mode} mode")
+        if any(c.id == check_id for c in self.checks):
+            raise ValueError(f"check {check_id!r} recorded twice")
+        values = np.atleast_1d(np.asarray(measured, dtype=float))
+        if values.ndim != 1 or values.size == 0:
+            raise ValueError(f"check {check_id!r}: measured must be a number or a non-empty 1-D sequence")
+        outcome = spec.outcome([float(v) for v in values])
+        finite = values[~np.isnan(values)]
+        centre = float(np.median(finite)) if finite.size else math.nan
+        is_seq = not np.isscalar(measured) and np.ndim(measured) > 0
+        self.checks.append(
+            MeasuredCheck(
+                id=check_id,
+                kind=spec.kind,
+                op=spec.op,
+                threshold=spec.threshold,
+                measured=_number(centre),  # type: ignore[arg-type]
+                outcome=outcome,
+                expected=spec.expect[self.mode],
+                values=[_number(float(v)) for v in values] if is_seq else None,  # type: ignore[misc]
+                interval=(_number(float(np.min(finite))), _number(float(np.max(finite))))  # type: ignore[arg-type]
+                if is_seq and finite.size
+                else None,
+                note=note,
+                measures=spec.measures,
+            )
+        )
+        self.log(describe(self.checks[-1]))
+        return outcome
 
     def table(self, rows: Sequence[Mapping[str, Any]], name: str = "results", caption: str = "") -> None:
         """Record a table (one mapping per row; columns in first-seen order)."""
@@ -210,12 +228,16 @@ class Run:
             for key in row:
                 if key not in columns:
                     columns.append(str(key))
-        self.tables.append(Table(name, columns, [_jsonable(dict(r)) for r in rows], caption))
+        self.tables.append(Table(name, columns, [jsonable(dict(r)) for r in rows], caption))
 
     def figure(self, fig: Any, name: str, caption: str = "") -> Path:
-        """Save a matplotlib figure as ``<out_dir>/<name>.png`` and close it."""
+        """Save a matplotlib figure as ``<out_dir>/<name>.png`` (this run's own folder) and close it."""
         import matplotlib.pyplot as plt
 
+        if not _SAFE_NAME.match(name):
+            raise ValueError(f"figure name must be a plain file stem (letters, digits, _ . -), got {name!r}")
+        if any(f.name == name for f in self.figures):
+            raise ValueError(f"figure {name!r} recorded twice")
         self.out_dir.mkdir(parents=True, exist_ok=True)
         path = self.out_dir / f"{name}.png"
         fig.savefig(path, dpi=110, bbox_inches="tight")
@@ -224,31 +246,23 @@ class Run:
         return path
 
     def metric(self, name: str, value: Any) -> None:
-        """Record an extra measurement that is reported but is not a pass condition."""
-        self.metrics[name] = _jsonable(value)
+        """Record a measurement that is reported (and may be cited by a reason) but is not a check."""
+        self.metrics[name] = jsonable(value)
 
     def note(self, text: str) -> None:
-        """A sentence for the report (e.g. what quick mode scales down, or an honest caveat)."""
+        """A sentence for the report (e.g. an honest caveat about this run)."""
         self.notes.append(text)
         self.log(text)
 
-    def expect(self, verdict: str, reason: str) -> None:
-        """Declare, before measuring, that the claim does not fully reproduce here, and why."""
-        if verdict not in VERDICTS:
-            raise ValueError(f"verdict must be one of {VERDICTS}, got {verdict!r}")
-        if verdict != "reproduced" and not reason.strip():
-            raise ValueError("an expected verdict other than 'reproduced' needs a written reason")
-        self.expected_verdict = verdict
-        self.expected_reason = reason
-
     @contextmanager
-    def timer(self, name: str) -> Iterator[None]:
-        """Time a block; the seconds accumulate under ``timings[name]``."""
-        t0 = time.perf_counter()
-        try:
-            yield
-        finally:
-            self.timings[name] = self.timings.get(name, 0.0) + time.perf_counter() - t0
+    def timer(self, name: str | None = None) -> Iterator[Timer]:
+        """Time a block: ``with run.timer("fit") as t: ...``; ``t.seconds`` after it, and the seconds
+        accumulate under ``timings[name]`` when a name is given."""
+        t = Timer()
+        with t:
+            yield t
+        if name is not None:
+            self.timings[name] = self.timings.get(name, 0.0) + t.seconds
 
     def progress(self, iterable: Iterable[Any], description: str, total: int | None = None) -> Iterator[Any]:
         """Iterate with a progress bar when run from the CLI."""
@@ -266,29 +280,79 @@ class Run:
         self.progress_sink.log(f"[{self.slug}] {message}")
 
     # --- outcome ----------------------------------------------------------------------------------------
+    def problems(self) -> list[str]:
+        """What makes this run an error rather than a verdict: failed sanity checks, missing checks."""
+        out = []
+        recorded = {c.id for c in self.checks}
+        missing = [c.id for c in self.claims.for_mode(self.mode) if c.id not in recorded]
+        if missing:
+            out.append(f"declared checks not recorded in {self.mode} mode: {', '.join(missing)}")
+        for c in self.checks:
+            if c.kind == "sanity" and c.outcome != "pass":
+                out.append(
+                    f"sanity check {c.id!r} {c.outcome}ed (measured {c.measured} {c.op} {c.threshold}): "
+                    "it holds by construction, so this is a bug, not a verdict"
+                )
+        return out
+
     @property
     def verdict(self) -> str:
-        if not self.checks:
-            raise RuntimeError(f"experiment {self.slug!r} recorded no checks")
-        n_pass = sum(c.passed for c in self.checks)
-        if n_pass == len(self.checks):
-            return "reproduced"
-        return "not-reproduced" if n_pass == 0 else "partial"
+        outcomes = [c.outcome for c in self.checks if c.kind == "claim"]
+        if not outcomes:
+            raise RuntimeError(f"experiment {self.slug!r} recorded no claim checks")
+        return verdict_from(outcomes)
+
+    def reason_values(self) -> dict[str, Any]:
+        """What a reason template may cite: params, then metrics, then checks by id (their measured value)."""
+        values: dict[str, Any] = dict(self.params)
+        values.update(self.metrics)
+        values.update({c.id: c.measured for c in self.checks})
+        return values
 
     def to_dict(self) -> dict[str, Any]:
-        return _jsonable(
-            {
-                "slug": self.slug,
-                "mode": self.mode,
-                "seed": int(self.seed),
-                "verdict": self.verdict,
-                "expected_verdict": self.expected_verdict,
-                "expected_reason": self.expected_reason,
-                "checks": [asdict(c) for c in self.checks],
-                "tables": [asdict(t) for t in self.tables],
-                "figures": [asdict(f) for f in self.figures],
-                "timings": self.timings,
-                "metrics": self.metrics,
-                "notes": self.notes,
-            }
-        )
+        try:
+            verdict = self.verdict
+        except RuntimeError:
+            verdict = None
+        return {
+            "slug": self.slug,
+            "mode": self.mode,
+            "seed": int(self.seed),
+            "verdict": verdict,
+            "expected_verdict": self.claims.expected_verdict(self.mode),
+            "checks": [asdict(c) for c in self.checks],  # measured values keep "inf"/"nan" as strings
+            "tables": [asdict(t) for t in self.tables],
+            "figures": [asdict(f) for f in self.figures],
+            "timings": jsonable(self.timings),
+            "metrics": self.metrics,
+            "params": self.params,
+            "notes": list(self.notes),
+        }
+
+
+def describe(c: MeasuredCheck | Mapping[str, Any]) -> str:
+    """``PASS speedup: 79.2 >= 10`` (with the seed interval when there is one)."""
+    d = asdict(c) if isinstance(c, MeasuredCheck) else dict(c)
+    m = fmt_number(d.get("measured"))
+    if d["op"] == "in":
+        lo, hi = d["threshold"]
+        cond = f"{m} in [{lo:.4g}, {hi:.4g}]"
+    else:
+        cond = f"{m} {d['op']} {d['threshold']:.4g}"
+    if d.get("interval"):
+        lo, hi = d["interval"]
+        cond += f" (seed interval [{fmt_number(lo)}, {fmt_number(hi)}], n = {len(d.get('values') or [])})"
+    mark = {"pass": "PASS", "fail": "FAIL", "inconclusive": "INCONCLUSIVE"}.get(d["outcome"], d["outcome"])
+    return f"{mark}  {d['id']}: {cond}"
+
+
+def fmt_number(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, (int, np.integer)):
+        return str(int(value))
+    if isinstance(value, (float, np.floating)):
+        return f"{float(value):.4g}"
+    return str(value)

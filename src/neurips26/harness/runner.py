@@ -1,28 +1,30 @@
-"""Run one paper's experiment and write ``<out>/<slug>/result.json``.
+"""Run one paper's experiment and write its run record.
 
 ``run_experiment`` is a plain, picklable function of (slug, mode, seed, out_dir), so the local process pool
-and Dask executors can call it unchanged.
+and Dask executors call it unchanged.
 
-result.json schema (``SCHEMA_VERSION`` 1)::
+result.json schema (``SCHEMA_VERSION`` 2; see :mod:`neurips26.harness.records` for the folder layout)::
 
-    slug, title, tier, mode ("quick" | "full"), seed,
-    status: "ok" | "error",            # "error": the experiment crashed (traceback in "error")
-    verdict: "reproduced" | "partial" | "not-reproduced" | null,
-    expected_verdict, expected_reason, # declared by the experiment (default "reproduced", "")
-    checks: [{name, measured, op, threshold, passed, note}],
+    schema_version, run_id, slug, title, tier, mode ("quick" | "full"), seed,
+    status: "ok" | "error",            # "error": crashed, a sanity check failed, or a declared check is missing
+    verdict: "reproduced" | "partial" | "not-reproduced" | "inconclusive" | null,
+    expected_verdict,                  # what the claims declaration predicts for this mode
+    claims: {source, digest},          # the declaration the run was checked against
+    checks: [{id, kind, op, threshold, measured, outcome, expected, values, interval, note, measures}],
     tables: [{name, columns, rows: [{column: value}], caption}],
-    figures: [{name, path (relative to the result's folder), caption}],
+    figures: [{name, path (relative to the run folder), caption}],
     timings: {name: seconds}, total_seconds,
-    metrics: {name: value}, notes: [str],
-    environment: {python, platform, machine, packages: {name: version}, threads},
-    started_at (UTC ISO 8601), schema_version
+    metrics: {name: value}, params: {name: value}, notes: [str],
+    environment: {python, platform, machine, processor, git: {commit, dirty}, packages, threads},
+    started_at, finished_at (UTC ISO 8601), error (when status is "error")
 """
 
 from __future__ import annotations
 
+import base64
 import importlib
 import importlib.util
-import json
+import os
 import random
 import sys
 import time
@@ -36,29 +38,73 @@ from typing import Any
 import numpy as np
 
 from .. import papers
-from .environment import capture_environment
+from .claims import Claims, ClaimsError, claims_at
+from .deps import MissingDependency, hint
+from .environment import capture_environment, thread_state
+from .records import SCHEMA_VERSION, commit_run, new_run_dir, new_run_id, write_json_atomic
 from .run import ProgressSink, Run
 
-SCHEMA_VERSION = 1
+__all__ = [
+    "SCHEMA_VERSION",
+    "ExperimentNotAvailable",
+    "MissingDependency",
+    "load_experiment",
+    "run_experiment",
+]
 
 
 class ExperimentNotAvailable(LookupError):
-    """The paper is registered but its experiment is not built yet."""
+    """The paper is registered but its experiment (or its claims declaration) is not built yet."""
 
 
-def load_experiment(slug: str):
-    """Import and return the ``run(run: Run)`` function of a paper's experiment."""
-    paper = papers.get(slug)
-    module_name, _, func = paper.experiment.partition(":")
+def _use_agg() -> None:
+    """Experiments only write PNGs: the non-interactive backend, set once before any experiment imports pyplot."""
+    os.environ.setdefault("MPLBACKEND", "Agg")
+    if "matplotlib" in sys.modules:
+        sys.modules["matplotlib"].use("Agg")
+
+
+def _import(module_name: str, slug: str) -> Any:
+    _use_agg()
     try:
-        module = importlib.import_module(module_name)
+        return importlib.import_module(module_name)
     except ModuleNotFoundError as err:
-        if err.name and module_name.startswith(err.name):
+        missing = err.name or ""
+        if missing == module_name or module_name.startswith(missing + "."):
             raise ExperimentNotAvailable(
-                f"{slug!r} has no experiment yet (status: {paper.status}); expected at {paper.experiment}"
+                f"{slug!r} has no experiment yet; expected at {module_name}"
             ) from None
-        raise
-    return getattr(module, func)
+        if missing.startswith("neurips26"):
+            raise
+        raise MissingDependency(f"{slug}: {hint(missing)}") from err
+
+
+def resolve(slug: str, experiment: str | None = None) -> tuple[Any, Claims, str, str]:
+    """The experiment function, its claims declaration, title and tier.
+
+    ``experiment="package.module:function"`` runs that function instead of the registry's (the harness
+    self-test uses it); its declaration is the ``claims.toml`` beside that module.
+    """
+    if experiment is None:
+        paper = papers.get(slug)
+        claims = paper.claims
+        if claims is None:
+            raise ExperimentNotAvailable(f"{slug!r} has no claims declaration yet ({paper.claims_path})")
+        module_name, _, func = paper.experiment.partition(":")
+        module = _import(module_name, slug)
+        return getattr(module, func), claims, paper.title, paper.tier
+    module_name, _, func = experiment.partition(":")
+    module = _import(module_name, slug)
+    path = Path(module.__file__).with_name("claims.toml")
+    claims = claims_at(path)
+    if claims is None:
+        raise ExperimentNotAvailable(f"{experiment}: no claims.toml beside {module.__file__}")
+    return getattr(module, func or "run"), claims, slug, "-"
+
+
+def load_experiment(slug: str) -> Any:
+    """Import and return the ``run(run: Run)`` function of a paper's experiment."""
+    return resolve(slug)[0]
 
 
 @contextmanager
@@ -90,6 +136,10 @@ def _seed_everything(seed: int) -> None:
         sys.modules["torch"].manual_seed(seed)
 
 
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
 def run_experiment(
     slug: str,
     mode: str = "quick",
@@ -98,87 +148,91 @@ def run_experiment(
     progress_sink: ProgressSink | None = None,
     experiment: str | None = None,
     threads: int | None = 1,
+    record_dir: str | Path | None = None,
+    embed_files: bool = False,
 ) -> dict[str, Any]:
-    """Run ``slug``'s experiment; return the result dict and write it to ``out_dir/slug/result.json``.
+    """Run ``slug``'s experiment; write and return its run record.
 
-    A crashing experiment does not raise: its result has ``status == "error"`` and the traceback.
-    An unknown slug raises ``KeyError``; a paper without an experiment raises ``ExperimentNotAvailable``.
-    ``experiment="package.module:function"`` runs that function instead of the registry's (the harness
-    self-test uses it; ``slug`` then only names the output folder).
+    The record goes to a new folder ``<out_dir>/<slug>/<mode>/<run-id>/`` and the mode's ``latest`` pointer is
+    moved to it once it is complete; with ``record_dir`` (seed sweeps) it goes to that folder and no pointer
+    moves. A crashing experiment does not raise: its record has ``status == "error"``, the traceback, and the
+    checks and tables recorded before the crash. An unknown slug raises ``KeyError``.
 
     ``threads`` caps BLAS and torch threads while the experiment runs (default 1): results then do not depend
     on the machine's core count (multi-threaded reductions change rounding), small torch models do not pay for
     oversubscription, and parallelism comes from running experiments side by side (see ``executor``).
-    ``None`` leaves the libraries' defaults.
+    ``None`` leaves the libraries' defaults. ``embed_files`` returns the figures' bytes in ``_files`` (for
+    executors whose workers do not share the caller's disk).
     """
-    if threads is not None and (not isinstance(threads, int) or threads < 1):
+    if mode not in ("quick", "full"):
+        raise ValueError(f"mode must be 'quick' or 'full', got {mode!r}")
+    if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
         raise ValueError(f"threads must be a positive integer or None, got {threads!r}")
     if experiment is None:
-        paper = papers.get(slug)
-        title, tier = paper.title, paper.tier
-        experiment_fn = load_experiment(slug)
-    else:
-        module_name, _, func = experiment.partition(":")
-        experiment_fn = getattr(importlib.import_module(module_name), func)
-        title, tier = slug, "-"
-    paper_dir = Path(out_dir) / slug
-    run = Run(
-        slug=slug, mode=mode, seed=seed, out_dir=paper_dir, progress_sink=progress_sink or ProgressSink()
-    )
-    started = datetime.now(UTC).isoformat(timespec="seconds")
+        papers.get(slug)  # unknown slug: KeyError before anything is written
+    started = _now()
     t0 = time.perf_counter()
-    error = None
+    if record_dir is None:
+        run_dir = new_run_dir(out_dir, slug, mode, seed)
+    else:
+        run_dir = Path(record_dir)
+        run_dir.mkdir(parents=True, exist_ok=True)
+    title, tier = slug, "-"
+    run: Run | None = None
+    error: str | None = None
+    threads_in_effect: dict[str, Any] | None = None
+    claims: Claims | None = None
     try:
+        experiment_fn, claims, title, tier = resolve(slug, experiment)
+        run = Run(
+            slug=slug,
+            claims=claims,
+            mode=mode,
+            seed=seed,
+            out_dir=run_dir,
+            progress_sink=progress_sink or ProgressSink(),
+        )
+        if not claims.for_mode(mode):
+            raise ClaimsError(f"{slug}: no check is declared for {mode} mode")
         with _thread_limits(threads):
             _seed_everything(seed)
+            threads_in_effect = thread_state()
+            threads_in_effect["requested"] = threads
             experiment_fn(run)
-        body = run.to_dict()
-    except Exception:
-        error = traceback.format_exc()
-        body = {
-            "slug": slug,
-            "mode": mode,
-            "seed": seed,
-            "verdict": None,
-            "expected_verdict": run.expected_verdict,
-            "expected_reason": run.expected_reason,
-            "checks": [],
-            "tables": [],
-            "figures": [],
-            "timings": run.timings,
-            "metrics": run.metrics,
-            "notes": run.notes,
-        }
+        problems = run.problems()
+        if problems:
+            error = "the run does not match its declaration:\n- " + "\n- ".join(problems)
+    except Exception as err:
+        error = (
+            str(err)
+            if isinstance(err, (ExperimentNotAvailable, MissingDependency))
+            else traceback.format_exc()
+        )
+    body = run.to_dict() if run is not None else {"slug": slug, "mode": mode, "seed": seed, "verdict": None}
+    if error:
+        body["verdict"] = None
     result = {
         "schema_version": SCHEMA_VERSION,
+        "run_id": run_dir.name if record_dir is None else new_run_id(seed),
         "title": title,
         "tier": tier,
         "status": "error" if error else "ok",
         **body,
+        "claims": {"source": claims.source, "digest": claims.digest} if claims else None,
         "total_seconds": time.perf_counter() - t0,
-        "environment": capture_environment(),
+        "environment": capture_environment(threads_in_effect),
         "started_at": started,
+        "finished_at": _now(),
     }
     if error:
         result["error"] = error
-    write_result(result, paper_dir)
+    write_json_atomic(run_dir / "result.json", result)
+    if record_dir is None:
+        commit_run(out_dir, slug, mode, run_dir)
+    if embed_files:
+        result["_files"] = {
+            f["path"]: base64.b64encode((run_dir / f["path"]).read_bytes()).decode()
+            for f in result.get("figures", [])
+            if (run_dir / f["path"]).exists()
+        }
     return result
-
-
-def write_result(result: dict[str, Any], paper_dir: Path) -> Path:
-    """Write ``result.json`` (the latest run) and ``result-<mode>.json`` (the latest of that mode)."""
-    paper_dir.mkdir(parents=True, exist_ok=True)
-    text = json.dumps(result, indent=2, allow_nan=False)
-    (paper_dir / f"result-{result['mode']}.json").write_text(text)
-    path = paper_dir / "result.json"
-    path.write_text(text)
-    return path
-
-
-def load_result(slug: str, out_dir: str | Path = "results", mode: str | None = None) -> dict[str, Any] | None:
-    """The latest stored result of ``slug`` (of ``mode`` when given), or None."""
-    name = "result.json" if mode is None else f"result-{mode}.json"
-    path = Path(out_dir) / slug / name
-    if not path.exists():
-        return None
-    return json.loads(path.read_text())

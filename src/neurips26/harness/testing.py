@@ -1,4 +1,4 @@
-"""Test helpers: run a paper's quick experiment and assert the verdict it declared."""
+"""Test helpers: run a paper's quick experiment and assert every check's outcome against its declaration."""
 
 from __future__ import annotations
 
@@ -6,25 +6,35 @@ from pathlib import Path
 from typing import Any
 
 from .. import papers
-from .run import VERDICTS
+from .claims import placeholders
+from .run import describe
 from .runner import run_experiment
 
 
 def assert_quick_verdict(slug: str, out_dir: str | Path, seed: int = 0) -> dict[str, Any]:
-    """Run ``slug`` in quick mode and assert that it ran and that its verdict is the one it declared.
+    """Run ``slug`` in quick mode and assert that the run matches its claims declaration exactly.
 
-    The declared verdict is ``reproduced`` unless the experiment called ``run.expect(...)`` with a
-    written reason. Also asserts the registry does not call the paper planned/implemented while an
-    experiment exists. Returns the result dict for further assertions.
+    Every declared check must be recorded with its declared outcome (a passing check that starts failing, or a
+    failing one that starts passing, fails the test with both values printed); no sanity check may fail; and
+    the registry's derived status must equal the measured verdict. Returns the result for further assertions.
     """
     result = run_experiment(slug, mode="quick", seed=seed, out_dir=out_dir)
-    assert result["status"] == "ok", f"{slug} experiment crashed:\n{result.get('error')}"
-    failed = [c for c in result["checks"] if not c["passed"]]
-    lines = "\n".join(f"  {c['name']}: measured {c['measured']} {c['op']} {c['threshold']}" for c in failed)
-    assert result["verdict"] == result["expected_verdict"], (
-        f"{slug}: verdict {result['verdict']!r}, declared {result['expected_verdict']!r}; failed checks:\n{lines}"
-    )
-    assert papers.get(slug).status in VERDICTS, (
-        f"{slug} has an experiment but the registry says {papers.get(slug).status!r}"
+    assert result["status"] == "ok", f"{slug}: the quick run is an error:\n{result.get('error')}"
+    surprises = [c for c in result["checks"] if c["outcome"] != c["expected"]]
+    lines = "\n".join(f"  declared {c['expected']}, measured {describe(c)}" for c in surprises)
+    assert not surprises, f"{slug} (seed {seed}): checks whose outcome differs from the declaration:\n{lines}"
+    claims = papers.get(slug).claims
+    recorded = {**result["params"], **result["metrics"], **{c["id"]: c["measured"] for c in result["checks"]}}
+    for spec in claims.for_mode("quick"):
+        if spec.expect["quick"] == "pass":
+            continue
+        cited = set(spec.explained_by) | set(placeholders(spec.reason))
+        unrecorded = sorted(name for name in cited if recorded.get(name) is None)
+        assert not unrecorded, (
+            f"{slug}: the reason of {spec.id!r} cites values the run did not record: {unrecorded}"
+        )
+    status = papers.get(slug).status
+    assert status == result["verdict"], (
+        f"{slug}: the registry's derived status is {status!r}, the quick run measured {result['verdict']!r}"
     )
     return result

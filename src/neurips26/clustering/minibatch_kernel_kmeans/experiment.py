@@ -12,9 +12,6 @@ from __future__ import annotations
 
 import time
 
-import matplotlib
-
-matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 from scipy.stats import special_ortho_group
@@ -120,15 +117,6 @@ def _per_iteration_seconds(X, seed, n_iter=30) -> float:
 
 def run(run: Run) -> None:
     k = 8
-    run.expect(
-        "partial",
-        reason="With the digest's median-heuristic bandwidth (gamma = 1/median squared distance, about 0.03 here) "
-        "the RBF kernel lives at the between-cluster scale, so on rings+blobs no kernel k-means, full batch "
-        "included, separates the rings or moons: kernel and linear k-means tie (ARI ~0.74 both), and the "
-        "'ARI >= linear + 0.2' check fails. The paper's own claims (speed-up >= 10x with ARI within 0.03, "
-        "n-independent iterations) pass. A bandwidth sweep (3x-300x the median gamma) did not give the full-batch "
-        "method +0.2 either, so this is a property of the data/bandwidth protocol, not of the mini-batch method.",
-    )
     seeds = run.seeds(run.pick(quick=1, full=3))
     n_big = 20000
     run.note(
@@ -183,10 +171,13 @@ def run(run: Run) -> None:
             )
         run.table(sweep, name="tau_sweep", caption=f"n = {n_big}, b = {BATCH_SIZE}, median-heuristic gamma")
 
-    run.check("speedup over full batch at n = 20000", float(np.median(speedups)), ">=", 10.0)
-    run.check("ARI(ours) - ARI(full batch)", float(np.median(ari_gaps)), ">=", -0.03)
-    run.check("ARI(ours) - ARI(linear MiniBatchKMeans), rings+blobs", float(np.median(ari_lin)), ">=", 0.2)
-    run.check("per-iteration time growth, n 5000 -> 20000", per_iter[20000] / per_iter[5000], "<", 1.5)
+    rings = [r for r in rows if r["data"] == "rings+blobs"]
+    for key, method in (("full_batch", "full-batch kernel k-means"), ("linear", "linear MiniBatchKMeans")):
+        run.metric(f"ari_{key}_rings", float(np.median([r["ARI"] for r in rings if r["method"] == method])))
+    run.check("speedup_vs_full_batch", float(np.median(speedups)))
+    run.check("ari_gap_vs_full_batch", float(np.median(ari_gaps)))
+    run.check("ari_gain_vs_linear_rings", float(np.median(ari_lin)))
+    run.check("per_iteration_growth", per_iter[20000] / per_iter[5000])
 
     fig, ax = plt.subplots(figsize=(7, 4.5))
     methods = list(dict.fromkeys(row["method"] for row in rows))

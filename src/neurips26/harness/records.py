@@ -1,0 +1,158 @@
+"""Run records on disk: one folder per run, written atomically, with a "latest" pointer per mode.
+
+Layout under the results folder::
+
+    <slug>/<mode>/<run-id>/result.json      one run: the record and its figures (PNG) side by side
+    <slug>/<mode>/latest                    text: the run-id of the newest complete run (written last)
+    <slug>/<mode>/sweeps/<sweep-id>/seed-<s>/result.json, summary.json
+    <slug>/<mode>/latest-sweep              text: the sweep-id of the newest sweep
+    <slug>/bench.json                       rows written by ``neurips26 bench``
+
+A record is written to a temporary file and renamed into place, and the pointer is moved only after the
+record is complete, so an interrupted run never leaves a half-written result behind the pointer. Readers never
+raise on a damaged or old-schema file: they return a record whose ``status`` says so, and the caller carries on.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import tempfile
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+SCHEMA_VERSION = 2
+KEEP_RUNS = 5  # complete runs kept per (paper, mode); older run folders are removed
+BROKEN = ("unreadable", "stale-schema")
+
+
+def write_text_atomic(path: Path, text: str) -> Path:
+    """Write ``text`` to ``path`` through a temporary file in the same folder and an atomic rename."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def write_json_atomic(path: Path, obj: Any) -> Path:
+    return write_text_atomic(path, json.dumps(obj, indent=2, allow_nan=False) + "\n")
+
+
+def new_run_id(seed: int) -> str:
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
+    return f"{stamp}Z-seed{seed}-{secrets.token_hex(3)}"
+
+
+def mode_dir(out_dir: str | Path, slug: str, mode: str) -> Path:
+    return Path(out_dir) / slug / mode
+
+
+def new_run_dir(out_dir: str | Path, slug: str, mode: str, seed: int) -> Path:
+    path = mode_dir(out_dir, slug, mode) / new_run_id(seed)
+    path.mkdir(parents=True, exist_ok=False)
+    return path
+
+
+def commit_run(out_dir: str | Path, slug: str, mode: str, run_dir: Path, keep: int = KEEP_RUNS) -> None:
+    """Point ``latest`` at ``run_dir`` (after its record is written) and prune older complete runs."""
+    base = mode_dir(out_dir, slug, mode)
+    write_text_atomic(base / "latest", run_dir.name + "\n")
+    runs = sorted(
+        p for p in base.iterdir() if p.is_dir() and p.name != "sweeps" and (p / "result.json").exists()
+    )
+    for old in runs[:-keep] if keep > 0 else []:
+        if old.name != run_dir.name:
+            shutil.rmtree(old, ignore_errors=True)
+
+
+def _pointer(path: Path) -> str | None:
+    try:
+        name = path.read_text().strip()
+    except (FileNotFoundError, NotADirectoryError, UnicodeDecodeError, OSError):
+        return None
+    return name if name and "/" not in name and name not in (".", "..") else None
+
+
+def read_record(path: Path, slug: str = "", mode: str = "") -> dict[str, Any]:
+    """One result.json; a damaged or old-schema file gives a record with ``status`` unreadable/stale-schema."""
+    try:
+        data = json.loads(Path(path).read_text())
+        if not isinstance(data, dict):
+            raise ValueError("not a JSON object")
+    except (OSError, UnicodeDecodeError, ValueError) as err:
+        return {"slug": slug, "mode": mode, "status": "unreadable", "path": str(path), "error": str(err)}
+    if data.get("schema_version") != SCHEMA_VERSION:
+        return {
+            "slug": data.get("slug", slug),
+            "mode": data.get("mode", mode),
+            "status": "stale-schema",
+            "path": str(path),
+            "error": f"schema_version {data.get('schema_version')!r}, this version reads {SCHEMA_VERSION}",
+        }
+    data["path"] = str(path)
+    return data
+
+
+def load_result(slug: str, out_dir: str | Path = "results", mode: str | None = None) -> dict[str, Any] | None:
+    """The newest stored result of ``slug`` in ``mode`` (the newer of the two modes when None), or None."""
+    if mode is None:
+        found = [r for r in (load_result(slug, out_dir, m) for m in ("quick", "full")) if r is not None]
+        return max(found, key=lambda r: r.get("started_at", "")) if found else None
+    base = mode_dir(out_dir, slug, mode)
+    run_id = _pointer(base / "latest")
+    if run_id is None:
+        if (base / "latest").exists():
+            return {
+                "slug": slug,
+                "mode": mode,
+                "status": "unreadable",
+                "path": str(base / "latest"),
+                "error": "the latest pointer is empty or damaged",
+            }
+        return None
+    return read_record(base / run_id / "result.json", slug, mode)
+
+
+def sweep_dir(out_dir: str | Path, slug: str, mode: str, sweep_id: str) -> Path:
+    return mode_dir(out_dir, slug, mode) / "sweeps" / sweep_id
+
+
+def load_sweep(slug: str, out_dir: str | Path, mode: str) -> dict[str, Any] | None:
+    """The newest sweep summary of ``slug`` in ``mode``, or None (damaged files give an unreadable marker)."""
+    base = mode_dir(out_dir, slug, mode)
+    sweep_id = _pointer(base / "latest-sweep")
+    if sweep_id is None:
+        return None
+    path = base / "sweeps" / sweep_id / "summary.json"
+    try:
+        data = json.loads(path.read_text())
+        if not isinstance(data, dict) or data.get("schema_version") != SCHEMA_VERSION:
+            raise ValueError("not a current sweep summary")
+    except (OSError, UnicodeDecodeError, ValueError) as err:
+        return {"slug": slug, "mode": mode, "status": "unreadable", "path": str(path), "error": str(err)}
+    return data
+
+
+def load_bench(slug: str, out_dir: str | Path) -> dict[str, Any] | None:
+    path = Path(out_dir) / slug / "bench.json"
+    if not path.exists():
+        return None
+    try:
+        data = json.loads(path.read_text())
+        if not isinstance(data, dict) or not isinstance(data.get("rows"), list):
+            raise ValueError("not a bench record")
+    except (OSError, UnicodeDecodeError, ValueError) as err:
+        return {"status": "unreadable", "path": str(path), "error": str(err), "rows": []}
+    return data

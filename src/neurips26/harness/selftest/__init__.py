@@ -1,0 +1,1 @@
+"""A tiny, real experiment that exercises the whole protocol in well under a second (the harness's own tests)."""
