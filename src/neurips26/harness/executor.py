@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import base64
 import multiprocessing as mp
+import os
+import signal
 import time
 import traceback
 from collections.abc import Callable, Iterable, Sequence
@@ -118,6 +120,8 @@ def _task(
 
 
 def _child(conn: Any, args: tuple[Any, ...]) -> None:
+    # its own process group: a timeout or Ctrl-C stops the experiment together with anything it started
+    os.setpgrp()
     try:
         conn.send(_task(*args))
     except BaseException:  # noqa: BLE001 - report anything, KeyboardInterrupt included, to the parent
@@ -127,6 +131,13 @@ def _child(conn: Any, args: tuple[Any, ...]) -> None:
             pass
     finally:
         conn.close()
+
+
+def _kill_group(proc: Any, sig: int = signal.SIGKILL) -> None:
+    try:
+        os.killpg(proc.pid, sig)
+    except (ProcessLookupError, PermissionError):
+        proc.kill()
 
 
 def _run_processes(
@@ -170,7 +181,7 @@ def _run_processes(
                 now = time.monotonic()
                 for conn, (proc, args, start) in list(running.items()):
                     if now - start > timeout:
-                        proc.kill()
+                        _kill_group(proc)
                         proc.join(5)
                         running.pop(conn)
                         conn.close()
@@ -178,7 +189,7 @@ def _run_processes(
     except KeyboardInterrupt:
         queue.clear()
         for proc, _, _ in running.values():
-            proc.terminate()
+            _kill_group(proc, signal.SIGTERM)
         for conn, (proc, _, _) in running.items():
             proc.join(5)
             conn.close()

@@ -26,6 +26,7 @@ import importlib
 import importlib.util
 import os
 import random
+import shutil
 import sys
 import time
 import traceback
