@@ -1,0 +1,44 @@
+"""Tiny-LM lab: a small GPT training stack that runs on a CPU, and the papers built on it.
+
+The stack (documented in its modules):
+
+- :mod:`.transformer`: :class:`GPTConfig`, :class:`GPT` (pre-norm decoder, SDPA causal attention, tied head) with
+  a pluggable feed-forward slot (:class:`MLP`, :class:`SwiGLU`, or any registered module, :func:`register_ffn`);
+- :mod:`.tokenizers`: :class:`ByteTokenizer`, :class:`CharTokenizer`, :class:`WordTokenizer`;
+- :mod:`.corpora`: corpora from Python's own stdlib source, docstrings and docs, split by file
+  (:func:`stdlib_corpus`), and the batch sources :class:`TokenStream` and :class:`SequenceDataset`;
+- :mod:`.training`: :func:`train` (AdamW, warm-up + cosine, clipping, tokens/s), :func:`evaluate`, checkpoints.
+
+Papers: ``cofrgenet`` (continued-fraction channel mixing), ``nextlat`` (next-latent prediction), ``nexus``
+(the Nexus optimizer). Names load lazily, so ``import neurips26.lm`` does not import torch.
+"""
+
+from .._lazy import attach
+
+_EXPORTS = {
+    # the stack
+    "GPT": ".transformer",
+    "GPTConfig": ".transformer",
+    "MLP": ".transformer",
+    "SwiGLU": ".transformer",
+    "register_ffn": ".transformer",
+    "next_token_loss": ".transformer",
+    "ByteTokenizer": ".tokenizers",
+    "CharTokenizer": ".tokenizers",
+    "WordTokenizer": ".tokenizers",
+    "tokenizer_from_dict": ".tokenizers",
+    "Document": ".corpora",
+    "LMCorpus": ".corpora",
+    "SequenceDataset": ".corpora",
+    "TokenStream": ".corpora",
+    "split_by_document": ".corpora",
+    "stdlib_corpus": ".corpora",
+    "stdlib_documents": ".corpora",
+    "TrainConfig": ".training",
+    "TrainResult": ".training",
+    "evaluate": ".training",
+    "load_checkpoint": ".training",
+    "save_checkpoint": ".training",
+    "train": ".training",
+}
+__getattr__, __dir__, __all__ = attach(__name__, _EXPORTS)
