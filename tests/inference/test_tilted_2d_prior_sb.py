@@ -126,6 +126,60 @@ def test_naive_ratio_tilt_is_the_first_parallel_ipf_step():
     assert tilt_kl(ratio_tilt(ref0, m0, T0), gaussian_sb_lift(ref0, m0, T0)) < 1e-20
 
 
+def _tilted_start(n=6, rho=0.4, d=1):
+    """A non-reference tilt: the reference after one sequential IPF sweep."""
+    ref, m, T = family(n, rho, d=d, var=0.5 if d == 1 else 0.1)  # d = 4: below S's smallest eigenvalue
+    return ref, m, T, ipf_ladder(ref, m, T, 1)[0]
+
+
+def test_ratio_tilt_of_a_tilted_law_needs_an_explicit_choice():
+    ref, m, T, tilted = _tilted_start()
+    with pytest.raises(ValueError, match="potentials"):
+        ratio_tilt(tilted, m, T)
+    with pytest.raises(ValueError, match="potentials"):
+        ratio_tilt(ref, m, T, potentials="compose")
+    # the untilted reference needs no choice, and both choices agree on it
+    a, b, c = (
+        ratio_tilt(ref, m, T, 0.1),
+        ratio_tilt(ref, m, T, 0.1, potentials="add"),
+        ratio_tilt(ref, m, T, 0.1, potentials="replace"),
+    )
+    np.testing.assert_allclose(a.A, b.A, atol=1e-13)
+    np.testing.assert_allclose(a.A, c.A, atol=1e-13)
+    np.testing.assert_allclose(a.b, b.b, atol=1e-13)
+
+
+@pytest.mark.parametrize("d", [1, 4])
+def test_ratio_tilt_replace_discards_the_potentials(d):
+    """'replace': the spec's psi_i = log N(m_i, T_i + s^2) - log N(m0_i, C0_ii + s^2) on the untilted P_0."""
+    ref, m, T, tilted = _tilted_start(d=d)
+    s = 0.2
+    out = ratio_tilt(tilted, m, T, s, potentials="replace")
+    n = m.shape[0]
+    C0 = np.linalg.inv(ref.ref_precision).reshape(n, d, n, d)
+    for i in range(n):
+        Pt = np.linalg.inv(T[i] + s**2 * np.eye(d))
+        P0 = np.linalg.inv(C0[i, :, i, :] + s**2 * np.eye(d))
+        np.testing.assert_allclose(out.A[i], Pt - P0, atol=1e-12)
+        np.testing.assert_allclose(out.b[i], Pt @ m[i], atol=1e-12)  # the reference mean is 0
+    # the tilt's own potentials are gone: the result is the ratio tilt of P_0
+    assert tilt_kl(out, ratio_tilt(ref, m, T, s)) < 1e-20
+
+
+@pytest.mark.parametrize("d", [1, 4])
+def test_ratio_tilt_add_is_one_parallel_ipf_step_from_the_tilt(d):
+    ref, m, T, tilted = _tilted_start(d=d)
+    out = ratio_tilt(tilted, m, T, 0.0, potentials="add")
+    step = ipf_ladder(tilted, m, T, 1, order="parallel")[0]
+    np.testing.assert_allclose(out.A, step.A, atol=1e-10)
+    np.testing.assert_allclose(out.b, step.b, atol=1e-10)
+    # the SB lift already has the target marginals: adding its ratio tilt changes nothing
+    star = gaussian_sb_lift(ref, m, T)
+    again = ratio_tilt(star, m, T, 0.0, potentials="add")
+    np.testing.assert_allclose(again.A, star.A, atol=1e-9)
+    np.testing.assert_allclose(again.b, star.b, atol=1e-9)
+
+
 def test_smoothed_tilt_closed_form_d4():
     ref, m, T = family(3, 0.2, d=4)
     pi = ratio_tilt(ref, m, T, smoothing=0.1)

@@ -13,13 +13,10 @@ the naive ratio tilt (no smoothing), the tilts after ``j`` IPF sweeps, and a not
 
 from __future__ import annotations
 
-import matplotlib
-
-matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 
-from neurips26.harness import Run
+from neurips26.harness import Run, loglog_slope
 
 from .gaussian_tilt import (
     GaussianTilt,
@@ -67,7 +64,7 @@ def _monotone_violations(values: np.ndarray, floor: float = 1e-10) -> int:
 
 
 def _slope(x, y) -> float:
-    return float(np.polyfit(np.log(x), np.log(y), 1)[0])
+    return loglog_slope(x, y).slope
 
 
 def _lengthscale_one_side_table(run: Run) -> None:
@@ -100,7 +97,8 @@ def _lengthscale_one_side_table(run: Run) -> None:
 
 
 def run(run: Run) -> None:
-    d = run.pick(quick=1, full=4)
+    d = run.param("slice_dim", quick=1, full=4)
+    n_mc = run.param("monte_carlo_draws", quick=N_MC)
     S = np.eye(1) if d == 1 else squared_exponential_pixel_cov(2, LENGTHSCALE)
     seeds = iter(run.seeds(64))
     run.note(
@@ -109,7 +107,7 @@ def run(run: Run) -> None:
     )
     run.note(
         f"{run.mode} mode: slice dimension d = {d} ({'scalar slices' if d == 1 else '2x2 pixel grid'}), "
-        f"N in {NS}, sigma in {SIGMAS}, {N_MC} Monte Carlo samples for TV and the identity check."
+        f"N in {NS}, sigma in {SIGMAS}, {n_mc} Monte Carlo samples for TV and the identity check."
     )
 
     # --- gates 2 and 3: the noise-aligned grid ------------------------------------------------------------
@@ -124,7 +122,7 @@ def run(run: Run) -> None:
                 pi = ratio_tilt(ref, m, T, smoothing=sigma)
                 naive = ratio_tilt(ref, m, T, smoothing=0.0)
                 kl, kl_rev = tilt_kl(pi, star), tilt_kl(star, pi)
-                tv = tv_mc(pi, star, N_MC, random_state=next(seeds))
+                tv = tv_mc(pi, star, n_mc, random_state=next(seeds))
                 cells[N, sigma] = (kl, tv)
                 rows.append(
                     {
@@ -167,7 +165,7 @@ def run(run: Run) -> None:
             pi = ratio_tilt(ref, m, T, smoothing=sigma)
             exact = tilt_kl(pi, star)
             closed = scalar_field_kl(pi, star)
-            mc = scalar_field_kl_mc(pi, star, N_MC, random_state=next(seeds))
+            mc = scalar_field_kl_mc(pi, star, n_mc, random_state=next(seeds))
             id_rows.append(
                 {
                     "N": N,
@@ -252,22 +250,18 @@ def run(run: Run) -> None:
 
     # --- checks: the digest's thresholds, literally -------------------------------------------------------
     rel = max(r["relative error (MC)"] for r in id_rows)
-    run.check("scalar-field identity: max relative error of MC vs exact KL (6 settings)", rel, "<=", 0.03)
-    run.check("KL/(N sigma^2) max/min over the 4x4 grid", kl_ratio.max() / kl_ratio.min(), "<=", 3.0)
-    run.check("log-log slope of KL in sigma (N = 32)", slope_sigma, "in", (1.6, 2.4))
-    run.check("log-log slope of KL in N (sigma = 0.05)", slope_n, "in", (0.8, 1.2))
-    run.check("TV/(sqrt(N) sigma) max/min over the 4x4 grid", tv_ratio.max() / tv_ratio.min(), "<=", 3.0)
-    run.check("Pinsker: max over cells of TV / sqrt(KL/2)", pinsker, "<=", 1.0)
-    run.check(
-        f"counter-example (rho = {RHO_FIXED}): min over N of KL/(N sigma^2) growth, sigma 0.1 -> 0.0125",
-        min(growth),
-        ">=",
-        10.0,
-    )
-    run.check(
-        "IPF ladder: monotonicity violations above 1e-10 (both KL directions, 3 rho)", violations, "==", 0
-    )
-    run.check(f"IPF ladder: max KL (both directions) at j = {LADDER_SWEEPS}", last, "<=", 1e-8)
+    run.metric("KL slope in sigma (N = 32)", slope_sigma)
+    run.metric("KL slope in N (sigma = 0.05)", slope_n)
+    run.metric("counter-example growth per N", growth)
+    run.check("scalar_field_identity_mc", rel)
+    run.check("kl_rate_ratio_spread", kl_ratio.max() / kl_ratio.min())
+    run.check("kl_slope_sigma", slope_sigma)
+    run.check("kl_slope_n", slope_n)
+    run.check("tv_rate_ratio_spread", tv_ratio.max() / tv_ratio.min())
+    run.check("pinsker", pinsker)
+    run.check("counter_example_growth", min(growth))
+    run.check("ipf_ladder_monotone", violations)
+    run.check("ipf_ladder_converged", last)
 
     # --- figure ---------------------------------------------------------------------------------------------
     fig, ax = plt.subplots(2, 2, figsize=(11, 8.5))

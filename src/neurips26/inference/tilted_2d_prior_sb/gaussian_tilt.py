@@ -413,25 +413,58 @@ def ipf_ladder(
     return out
 
 
-def ratio_tilt(reference: GaussianTilt, target_means, target_covs, smoothing: float = 0.0) -> GaussianTilt:
-    """The surrogate tilt ``psi_i = log (mu_i * N(0, s^2 I)) - log (P_{0,i} * N(0, s^2 I))`` [R].
+RATIO_TILT_POTENTIALS = ("replace", "add")
 
-    ``smoothing = 0`` is the naive ratio tilt (one parallel IPF step from ``P_0``); ``smoothing = sigma``
-    uses the Gaussian-smoothed 2D prior at EDM level ``sigma`` (the tempering piece). For Gaussians both
-    smoothed laws stay Gaussian, so ``A_i = (T_i + s^2 I)^{-1} - (C_{0,ii} + s^2 I)^{-1}`` and
-    ``b_i = (T_i + s^2 I)^{-1} m_i - (C_{0,ii} + s^2 I)^{-1} m_{0,i}``.
+
+def ratio_tilt(
+    reference: GaussianTilt,
+    target_means,
+    target_covs,
+    smoothing: float = 0.0,
+    *,
+    potentials: str | None = None,
+) -> GaussianTilt:
+    """The surrogate tilt ``psi_i = log (mu_i * N(0, s^2 I)) - log (P_i * N(0, s^2 I))`` [R].
+
+    ``smoothing = 0`` is the naive ratio tilt (one parallel IPF step); ``smoothing = sigma`` uses the
+    Gaussian-smoothed 2D prior at EDM level ``sigma`` (the tempering piece). For Gaussians both smoothed laws
+    stay Gaussian, so ``A_i = (T_i + s^2 I)^{-1} - (C_ii + s^2 I)^{-1}`` and
+    ``b_i = (T_i + s^2 I)^{-1} m_i - (C_ii + s^2 I)^{-1} m_ii`` with ``(m_ii, C_ii)`` the slice marginal of ``P``.
+
+    ``potentials`` says what happens when ``reference`` is itself a tilt with non-zero potentials (for the
+    untilted reference ``P_0`` both choices give the same law and it may be left out):
+
+    - ``"replace"``: ``P`` is the untilted ``P_0`` underneath; the tilt's own potentials are discarded and the
+      result is the ratio tilt of ``P_0`` (what the paper's surrogate is);
+    - ``"add"``: ``P`` is the given tilt; the ratios against its own slice marginals are added to its
+      potentials (one parallel IPF step from that tilt).
+
+    A non-reference tilt without an explicit ``potentials`` raises ``ValueError``: the two readings differ.
     """
     if not isinstance(reference, GaussianTilt):
         raise TypeError(f"reference must be a GaussianTilt, got {type(reference).__name__}")
     smoothing = _positive("smoothing", smoothing, allow_zero=True)
+    if potentials is not None and potentials not in RATIO_TILT_POTENTIALS:
+        raise ValueError(f"potentials must be one of {RATIO_TILT_POTENTIALS} or None, got {potentials!r}")
+    tilted = bool(np.any(reference.A != 0) or np.any(reference.b != 0))
+    if tilted and potentials is None:
+        raise ValueError(
+            "reference carries non-zero potentials: pass potentials='replace' (ratio tilt of the untilted "
+            "P_0, its potentials discarded) or potentials='add' (ratios against its own slice marginals, added "
+            "to its potentials)"
+        )
     n, d = reference.n_slices, reference.slice_dim
     means_t, covs_t = _slice_targets(target_means, target_covs, n, d)
-    ref0 = GaussianTilt.reference(reference.ref_mean, np.linalg.inv(reference.ref_precision), d)
-    m0, C0 = ref0.slice_marginals()
+    if potentials == "add":
+        base, A0, b0 = reference, reference.A, reference.b
+    else:
+        base = reference.with_potentials(np.zeros_like(reference.A), np.zeros_like(reference.b))
+        A0, b0 = 0.0, 0.0
+    m0, C0 = base.slice_marginals()
     eye = smoothing**2 * np.eye(d)
     Pt, P0 = np.linalg.inv(covs_t + eye), np.linalg.inv(C0 + eye)
-    A = Pt - P0
-    b = np.einsum("nij,nj->ni", Pt, means_t) - np.einsum("nij,nj->ni", P0, m0)
+    A = A0 + Pt - P0
+    b = b0 + np.einsum("nij,nj->ni", Pt, means_t) - np.einsum("nij,nj->ni", P0, m0)
     return reference.with_potentials(0.5 * (A + np.swapaxes(A, 1, 2)), b)
 
 
