@@ -16,16 +16,21 @@ from neurips26.graphs import (
     DenseGNN,
     GINNodeClassifier,
     alignment_margins,
+    all_single_flips,
     certified_flip_radius,
+    degree_features,
+    edge_index_to_dense,
     empirical_flip_lipschitz,
     gin_flip_bound,
     greedy_flip_attack,
     make_csbm,
     margin_loss,
     node_certificates,
+    project_spectral_norm,
     random_edge_flips,
     robustness_radius,
     separation_gaps,
+    sources_with_neighbour_at,
     to_dense_batch,
     train_alignment,
     train_node_classifier,
@@ -162,22 +167,156 @@ def test_gin_flip_bound_dominates_sampled_perturbations():
                 assert (moved <= bound + 1e-9).all()
 
 
-def test_certified_radius_never_violated_on_sampled_copies():
-    graphs = [nx.gnp_random_graph(7, 0.5, seed=s) for s in range(12)]
-    graphs = [g for i, g in enumerate(graphs) if all(not nx.is_isomorphic(g, h) for h in graphs[:i])]
+def test_normalised_bound_dominates_every_single_flip_exhaustively():
+    # all single flips of every graph (not a sample), normalised and un-normalised, trained and spectral-normed
+    graphs = [nx.gnp_random_graph(7, p, seed=s) for s, p in enumerate([0.2, 0.35, 0.5, 0.65, 0.8])]
     A, _, _ = to_dense_batch(graphs)
-    model = DenseGNN(hidden=8, n_layers=1, random_state=0)
+    for normalize, sn in ((True, None), (False, None), (False, 1.0), (True, 0.7)):
+        model = DenseGNN(hidden=12, n_layers=2, normalize=normalize, random_state=3)
+        train_alignment(model, A, n_steps=10, random_state=0, spectral_norm=sn)
+        bound = gin_flip_bound(model, A, [1])[:, 0]
+        with torch.no_grad():
+            base = model(A)
+            for i, a in enumerate(A):
+                moved = (model(all_single_flips(a)) - base[i]).norm(dim=1)
+                assert (moved.numpy() <= bound[i] + 1e-12).all()
+
+
+def test_normalised_bound_is_tighter_than_the_plain_normalisation_bound():
+    # the normalised bound must never exceed min(2, 2 e / |x|), and is strictly below it for small e
+    graphs = [nx.cycle_graph(9), nx.path_graph(9), nx.star_graph(8)]
+    A, _, _ = to_dense_batch(graphs)
+    raw = DenseGNN(hidden=8, n_layers=2, normalize=False, random_state=0)
+    unit = DenseGNN(hidden=8, n_layers=2, normalize=True, random_state=0)
+    e = gin_flip_bound(raw, A, [1, 2])
+    x = raw(A).detach().norm(dim=1).numpy()[:, None]
+    got = gin_flip_bound(unit, A, [1, 2])
+    assert (got <= np.minimum(2.0, 2.0 * e / x) + 1e-15).all()
+    small = e < 0.5 * x
+    if small.any():
+        assert (got[small] < 2.0 * e[small] / x[small]).all()
+
+
+def test_certificate_vacuity_when_a_source_is_one_flip_away():
+    # G_j one flip from G_i: any sound bound B_i(1) >= ||f(G_j) - f(G_i)|| >= delta_i, so the radius is 0
+    g = nx.path_graph(6)
+    h = g.copy()
+    h.add_edge(0, 5)  # the 6-cycle, one flip away
+    far = nx.complete_graph(6)
+    A, _, _ = to_dense_batch([g, h, far])
+    idx = AtlasFlipIndex(6)
+    cls = idx.classify(A.numpy().astype(np.int64))
+    near = sources_with_neighbour_at(idx.distances_[np.ix_(cls, cls)], 1)
+    np.testing.assert_array_equal(near, [True, True, False])
+    for seed in range(3):
+        model = DenseGNN(hidden=16, n_layers=2, random_state=seed)
+        gaps = separation_gaps(model(A).detach()).numpy()
+        assert (gin_flip_bound(model, A, [1])[:2, 0] >= gaps[:2]).all()
+        assert (certified_flip_radius(model, A, gaps, max_flips=2)[:2] == 0).all()
+
+
+def test_certified_radius_sound_and_non_trivial_on_a_smooth_model():
+    # a 1-layer GIN with tiny weights on graphs far apart in edit distance: radii >= 1 exist, and every copy
+    # within its radius stays aligned (a non-vacuous soundness check)
+    graphs = [nx.empty_graph(10), nx.complete_graph(10), nx.cycle_graph(10), nx.star_graph(9)]
+    A, _, _ = to_dense_batch(graphs)
+    model = DenseGNN(hidden=8, n_layers=1, normalize=False, activation="tanh", random_state=0)
+    project_spectral_norm(model, 0.05)
     with torch.no_grad():
         fam = model(A)
     gaps = separation_gaps(fam).numpy()
-    cert = certified_flip_radius(model, A, gaps, max_flips=3)
+    cert = certified_flip_radius(model, A, gaps, max_flips=6)
+    assert (cert >= 1).any()
     gen = torch.Generator().manual_seed(1)
-    for k in (1, 2, 3):
-        An = random_edge_flips(A.repeat(20, 1, 1), k, generator=gen)
-        src = torch.arange(len(graphs)).repeat(20)
+    checked = 0
+    for k in range(1, int(cert.max()) + 1):
+        An = random_edge_flips(A.repeat(40, 1, 1), k, generator=gen)
+        src = torch.arange(len(graphs)).repeat(40)
         with torch.no_grad():
             g = alignment_margins(model(An), src, fam).numpy()
-        assert (g[cert[src.numpy()] >= k] > 0).all()
+        within = cert[src.numpy()] >= k
+        checked += int(within.sum())
+        assert (g[within] > 0).all()
+    assert checked > 0
+
+
+def test_spectral_norm_projection():
+    model = DenseGNN(hidden=16, n_layers=2, random_state=0)
+    project_spectral_norm(model, 0.5)
+    for mlp in model.mlps:
+        for layer in mlp:
+            if hasattr(layer, "weight"):
+                assert torch.linalg.matrix_norm(layer.weight, ord=2).item() <= 0.5 + 1e-12
+    with pytest.raises(ValueError, match="max_norm"):
+        project_spectral_norm(model, 0.0)
+    with pytest.raises(TypeError, match="model"):
+        project_spectral_norm(torch.nn.Linear(2, 2), 1.0)
+    with pytest.raises(ValueError, match="spectral_norm"):
+        train_alignment(model, to_dense_batch([nx.path_graph(3), nx.cycle_graph(3)])[0], spectral_norm=-1.0)
+
+
+# --- PyG-style input ------------------------------------------------------------------------------------------
+def test_edge_index_batch_matches_networkx_dense_batch():
+    graphs = [nx.gnp_random_graph(n, 0.4, seed=n) for n in (4, 7, 5)]
+    want_A, _, want_M = to_dense_batch(graphs)
+    edges, batch, offset = [], [], 0
+    for b, g in enumerate(graphs):
+        for u, v in g.edges():
+            edges.append((u + offset, v + offset))  # each undirected edge once; the reverse is implied
+        batch += [b] * g.number_of_nodes()
+        offset += g.number_of_nodes()
+    ei = torch.tensor(edges).T
+    A, X, M = edge_index_to_dense(ei, batch=torch.tensor(batch))
+    torch.testing.assert_close(A, want_A, rtol=0, atol=0)
+    torch.testing.assert_close(M, want_M, rtol=0, atol=0)
+    # both directions listed, node features carried along, a PyG-Data-like object accepted by to_dense_batch
+    x = torch.arange(16, dtype=torch.float64)[:, None]
+    A2, X2, _ = edge_index_to_dense(torch.cat([ei, ei.flip(0)], 1), batch=torch.tensor(batch), x=x)
+    torch.testing.assert_close(A2, want_A, rtol=0, atol=0)
+    assert X2[1, :7, 0].tolist() == list(range(4, 11)) and X2[0, 4:, 0].abs().sum() == 0
+
+    class Data:  # the two attributes of torch_geometric.data.Data that are read
+        def __init__(self, edge_index, num_nodes):
+            self.edge_index, self.num_nodes = edge_index, num_nodes
+
+    single = [Data(torch.tensor(list(g.edges())).T.reshape(2, -1), g.number_of_nodes()) for g in graphs]
+    A3, _, M3 = to_dense_batch(single)
+    torch.testing.assert_close(A3, want_A, rtol=0, atol=0)
+    model = DenseGNN(random_state=0)
+    torch.testing.assert_close(model(A3, None, M3), model(want_A, None, want_M), rtol=0, atol=0)
+
+
+def test_edge_index_bad_input():
+    with pytest.raises(ValueError, match="edge_index"):
+        edge_index_to_dense(torch.zeros(3, 2, dtype=torch.long))
+    with pytest.raises(ValueError, match="edge_index"):
+        edge_index_to_dense(torch.zeros(2, 2))  # floating point ids
+    with pytest.raises(ValueError, match="self-loops"):
+        edge_index_to_dense(torch.tensor([[0, 1], [0, 2]]))
+    with pytest.raises(ValueError, match="node ids"):
+        edge_index_to_dense(torch.tensor([[0], [5]]), num_nodes=3)
+    with pytest.raises(ValueError, match="different graphs"):
+        edge_index_to_dense(torch.tensor([[0], [2]]), batch=torch.tensor([0, 0, 1]))
+    with pytest.raises(ValueError, match="batch"):
+        edge_index_to_dense(torch.tensor([[0], [1]]), batch=torch.tensor([1, 0]))
+    with pytest.raises(ValueError, match="num_nodes"):
+        edge_index_to_dense(torch.zeros(2, 0, dtype=torch.long))
+    with pytest.raises(ValueError, match="x must"):
+        edge_index_to_dense(torch.tensor([[0], [1]]), x=torch.ones(3, 2))
+    with pytest.raises(ValueError, match="max_degree"):
+        degree_features(to_dense_batch([nx.star_graph(4)])[0], max_degree=2)
+
+
+def test_degree_features_let_mean_aggregation_separate():
+    graphs = [nx.path_graph(5), nx.star_graph(4)]  # same size: mean aggregation with constant features ties
+    A, X, M = to_dense_batch(graphs)
+    mean = DenseGNN(conv="mean", normalize=False, random_state=0)
+    assert not zero_noise_alignment(mean, A, X, M).any()
+    D = degree_features(A, M, max_degree=4)
+    np.testing.assert_array_equal(D.sum(-1).numpy(), M.numpy())
+    np.testing.assert_array_equal(D.argmax(-1)[1].numpy(), [4, 1, 1, 1, 1])
+    mean_d = DenseGNN(in_features=5, conv="mean", normalize=False, random_state=0)
+    assert zero_noise_alignment(mean_d, A, D, M).all()
 
 
 def test_empirical_lipschitz_is_below_provable_bound():
@@ -306,6 +445,16 @@ def test_bad_parameters_raise(atlas6):
         random_edge_flips(A, 7)
     with pytest.raises(ValueError, match="gaps"):
         certified_flip_radius(DenseGNN(), A, np.array([1.0]))
+    with pytest.raises(TypeError, match="model"):
+        empirical_flip_lipschitz(torch.nn.Linear(2, 2), A)
+    with pytest.raises(ValueError, match="A must"):
+        empirical_flip_lipschitz(DenseGNN(), A[0])
+    with pytest.raises(ValueError, match="distances"):
+        sources_with_neighbour_at(np.zeros((1, 1)))
+    with pytest.raises(ValueError, match="gaps"):
+        robustness_radius([-1.0], 1.0)
+    with pytest.raises(ValueError, match="family"):
+        separation_gaps(torch.zeros(1, 3))
     with pytest.raises(ValueError, match="augment"):
         train_alignment(DenseGNN(), A, augment="mixup")
     with pytest.raises(ValueError, match="flip_rate"):

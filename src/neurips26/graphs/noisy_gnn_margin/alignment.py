@@ -17,7 +17,13 @@ are kept in this one module). Given source graphs ``G_1..G_m`` and an embedding 
   ``e_{l+1} <= Lip(MLP_l) * (a_l e_l + b_l)`` with ``a_l = 1 + |eps| + min(||A||_2 + sqrt(2k), dmax + k,
   n - 1)`` (the perturbed operator norm) and ``b_l = min(sqrt(2k) ||H^l||_F, k sqrt(r_1^2 + r_2^2))``
   (``r_1 >= r_2`` the two largest row norms of ``H^l``), ``Lip(MLP) = prod ||W||_2``. The sum readout adds
-  ``sqrt(n)``; L2 normalisation adds ``||x/|x| - y/|y||| <= min(2, 2 ||x - y|| / |x|)``.
+  ``sqrt(n)``; L2 normalisation maps a displacement ``e = ||x - y||`` to at most
+  ``min(2, 2 e / |x|, e / sqrt(|x| (|x| - e)))`` (the last from ``2 - 2 cos = ||x - y||^2 / (|x||y|)`` minus
+  ``(|x| - |y|)^2 / (|x||y|)``).
+- vacuity: a triangle-inequality certificate of radius >= 1 needs ``B_i(1) < delta_i / 2``, but when another
+  source ``G_j`` is one flip from ``G_i``, ``B_i(1) >= ||f(G_j) - f(G_i)|| >= delta_i`` for *every* ``f``; on the
+  digest's random 7-node atlas families almost every source has such a neighbour, so no sound bound of this kind
+  can certify them (:func:`sources_with_neighbour_at` counts them).
 - empirical Lipschitz constant: the largest ``||f(G~) - f(G_i)||`` over all single flips of ``G_i``
   (tighter, not certified).
 - margin training (definition 6): ``L_margin = E_{G~ ~ N(G_i)} relu(gamma0 - gamma_i(G~))`` added to a
@@ -45,6 +51,8 @@ __all__ = [
     "empirical_flip_lipschitz",
     "margin_loss",
     "train_alignment",
+    "project_spectral_norm",
+    "sources_with_neighbour_at",
 ]
 
 
@@ -200,7 +208,11 @@ def gin_flip_bound(
         read_sq += n * e**2  # ||1^T (H' - H)|| <= sqrt(n) ||H' - H||_F
     bound = np.sqrt(read_sq)
     if model.normalize:
-        bound = np.minimum(2.0, 2.0 * bound / np.maximum(gnorm[:, None], 1e-300))
+        # ||x/|x| - y/|y|||^2 = 2 - 2 cos <= ||x - y||^2 / (|x| |y|) and |y| >= |x| - e; 2 e / |x| also holds
+        x = np.maximum(gnorm[:, None], 1e-300)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            tight = np.where(bound < x, bound / np.sqrt(x * np.maximum(x - bound, 1e-300)), np.inf)
+        bound = np.minimum(np.minimum(2.0, 2.0 * bound / x), tight)
     bound[:, ks == 0] = 0.0
     return bound
 
@@ -229,8 +241,10 @@ def empirical_flip_lipschitz(model: DenseGNN, A: torch.Tensor, X: torch.Tensor |
 
     ``A`` is (B, n, n) with every node real.
     """
-    if A.ndim != 3 or A.shape[1] != A.shape[2] or A.shape[1] < 2:
-        raise ValueError(f"A must have shape (B, n, n) with n >= 2, got {tuple(A.shape)}")
+    if not isinstance(model, DenseGNN):
+        raise TypeError(f"model must be a DenseGNN, got {type(model).__name__}")
+    if not isinstance(A, torch.Tensor) or A.ndim != 3 or A.shape[1] != A.shape[2] or A.shape[1] < 2:
+        raise ValueError(f"A must have shape (B, n, n) with n >= 2, got {tuple(getattr(A, 'shape', ()))}")
     B, n, _ = A.shape
     if X is None:
         X = torch.ones(B, n, model.mlps[0][0].in_features, dtype=A.dtype)
@@ -240,6 +254,17 @@ def empirical_flip_lipschitz(model: DenseGNN, A: torch.Tensor, X: torch.Tensor |
         base = model(A, X)
         emb = model(flips.reshape(B * P, n, n), X.repeat_interleave(P, dim=0)).reshape(B, P, -1)
     return (emb - base[:, None]).norm(dim=-1).max(dim=1).values.numpy()
+
+
+def sources_with_neighbour_at(distances: np.ndarray, max_distance: int = 1) -> np.ndarray:
+    """For a family's pairwise edit distances (m, m), whether each source has another source within
+    ``max_distance`` flips; for those no Lipschitz / triangle-inequality certificate reaches radius
+    ``> (max_distance - 1) / 2`` (module docstring, vacuity)."""
+    D = np.asarray(distances, dtype=float)
+    if D.ndim != 2 or D.shape[0] != D.shape[1] or D.shape[0] < 2:
+        raise ValueError(f"distances must be a square (m, m) matrix with m >= 2, got {D.shape}")
+    D = D + np.diag(np.full(D.shape[0], np.inf))
+    return D.min(axis=1) <= max_distance
 
 
 def margin_loss(
@@ -271,6 +296,7 @@ def train_alignment(
     flip_rate: float = 0.05,
     n_noisy: int = 4,
     copy_filter: Callable[[torch.Tensor, torch.Tensor], np.ndarray | torch.Tensor] | None = None,
+    spectral_norm: float | None = None,
     random_state: int | None = None,
 ) -> list[float]:
     """Train ``model`` to separate the source graphs ``A`` (m, n, n); returns the loss history.
@@ -281,7 +307,8 @@ def train_alignment(
     ``margin_weight * L_margin`` on ``n_noisy`` noisy copies per source, each node pair flipped with
     probability ``flip_rate`` (definition 6). ``copy_filter(noisy_A, source) -> bool mask`` restricts the
     margin loss to the copies it keeps (the criterion only asks for ``gamma > 0`` on identifiable copies;
-    pass :meth:`AtlasFlipIndex.identifiable` there).
+    pass :meth:`AtlasFlipIndex.identifiable` there). ``spectral_norm = c`` projects every weight matrix back to
+    ``||W||_2 <= c`` after each step (the digest's optional spectral-norm control of ``delta / L``).
     """
     if A.ndim != 3 or A.shape[0] < 2 or A.shape[1] != A.shape[2]:
         raise ValueError(f"A must have shape (m, n, n) with m >= 2, got {tuple(A.shape)}")
@@ -297,6 +324,10 @@ def train_alignment(
             raise ValueError(f"{name} must be a finite float > 0, got {v!r}")
     if not np.isfinite(margin_weight) or margin_weight < 0:
         raise ValueError(f"margin_weight must be a finite float >= 0, got {margin_weight!r}")
+    if spectral_norm is not None and (
+        isinstance(spectral_norm, bool) or not np.isfinite(spectral_norm) or spectral_norm <= 0
+    ):
+        raise ValueError(f"spectral_norm must be None or a finite float > 0, got {spectral_norm!r}")
     gen = torch.Generator().manual_seed(
         0 if random_state is None else _check_int("random_state", random_state, 0)
     )
@@ -306,6 +337,8 @@ def train_alignment(
     iu = torch.triu_indices(n, n, offset=1)
     source = torch.arange(m).repeat(n_noisy)
     history = []
+    if spectral_norm is not None:
+        project_spectral_norm(model, spectral_norm)
     for _ in range(n_steps):
         opt.zero_grad()
         fam = model(A)
@@ -329,5 +362,27 @@ def train_alignment(
                 loss = loss + margin_weight * margin_loss(model(An[keep]), source[keep], fam, gamma0)
         loss.backward()
         opt.step()
+        if spectral_norm is not None:
+            project_spectral_norm(model, spectral_norm)
         history.append(float(loss.detach()))
     return history
+
+
+def project_spectral_norm(model: DenseGNN, max_norm: float = 1.0) -> DenseGNN:
+    """Scale every weight matrix of ``model`` down to spectral norm ``<= max_norm`` (in place; returns it).
+
+    With 1-Lipschitz activations each layer's MLP is then ``max_norm^mlp_layers``-Lipschitz, which bounds the
+    product ``prod ||W_l||_2`` in :func:`gin_flip_bound` (digest, definition 6: spectral-norm control).
+    """
+    if not isinstance(model, DenseGNN):
+        raise TypeError(f"model must be a DenseGNN, got {type(model).__name__}")
+    if isinstance(max_norm, bool) or not np.isfinite(max_norm) or max_norm <= 0:
+        raise ValueError(f"max_norm must be a finite float > 0, got {max_norm!r}")
+    with torch.no_grad():
+        for mlp in model.mlps:
+            for layer in mlp:
+                if hasattr(layer, "weight"):
+                    sigma = torch.linalg.matrix_norm(layer.weight, ord=2)
+                    if sigma > max_norm:
+                        layer.weight.mul_(max_norm / sigma)
+    return model

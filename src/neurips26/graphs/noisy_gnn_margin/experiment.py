@@ -3,12 +3,19 @@
 Gates (digest, "Reproduction check"):
 
 1. zero noise, all 1200 atlas graphs on 6-7 nodes, random GIN (width 64, 3 layers, float64): alignment iff
-   unique 3-round WL hash on >= 99% of graphs; a mean-aggregation GCN aligns strictly fewer graphs.
-2. a GIN trained to separate atlas graphs on 7 nodes (150 quick / 300 full): Spearman between the predicted
-   radius ``delta_i / (2 L_emp,i)`` and the per-graph alignment rate of identifiable 1-2 flip copies
-   (50 / 200 draws per flip count) >= 0.5; 0 violations of the certified radius (provable bound).
+   unique 3-round WL hash on >= 99% of graphs; a GCN aligns strictly fewer graphs. With constant features a
+   mean-aggregation GCN embeds a graph by its size alone (aligns none: a sanity check, not evidence), so the
+   comparison is made against GCNs that can distinguish graphs: the symmetric-normalised GCN (constant
+   features) and mean aggregation with one-hot degree features (against GIN with the same features).
+2. a GIN trained to separate atlas graphs on 7 nodes: Spearman between the predicted radius
+   ``delta_i / (2 L_emp,i)`` and the per-graph alignment rate of identifiable 1-2 flip copies >= 0.5. The
+   digest's "0 violations within the certified radius" is vacuous on this family (every certified radius is 0:
+   almost every source has another source one flip away, and then no sound triangle-inequality radius
+   reaches 1 for any embedding); it is reported as such, and the provable displacement bound itself is
+   checked (sanity) on models where it is finite.
 3. margin training (gamma0 = 0.5, flip rate 0.05): alignment at edit distance 1 and 2 >= plain + 10 points
-   each; 100% zero-noise separation of the WL-separable sources.
+   each; 100% zero-noise separation of the WL-separable sources. Full mode also records the variants the
+   digest suggests (spectral-norm control, a hinge target below the typical separation, more noisy copies).
 4. node level: 2-class CSBM, n = 300, GIN node classifier: certified fraction at radius >= 1 (reported),
    0 violations under a greedy attack, tightness (median attack / certified radius, reported).
 5. (full mode) SBM graphs with 2 vs 3 communities: margin-trained accuracy under 5% flips >= plain + 3
@@ -23,9 +30,6 @@ from __future__ import annotations
 import warnings
 from collections import Counter
 
-import matplotlib
-
-matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import matplotlib.ticker
 import networkx as nx
@@ -41,13 +45,15 @@ from .alignment import (
     certified_flip_radius,
     empirical_flip_lipschitz,
     gin_flip_bound,
+    project_spectral_norm,
     robustness_radius,
     separation_gaps,
+    sources_with_neighbour_at,
     train_alignment,
     zero_noise_alignment,
 )
 from .atlas import AtlasFlipIndex
-from .gnn import DenseGNN, random_edge_flips, to_dense_batch
+from .gnn import DenseGNN, degree_features, random_edge_flips, to_dense_batch
 from .node_certificate import (
     GINNodeClassifier,
     greedy_flip_attack,
@@ -68,32 +74,46 @@ def _wl_unique(graphs: list[nx.Graph], iterations: int) -> np.ndarray:
 def gate_zero_noise(run: Run) -> None:
     graphs = [g for g in nx.graph_atlas_g() if g.number_of_nodes() in (6, 7)]
     A, X, M = to_dense_batch(graphs)
+    Xdeg = degree_features(A, M, max_degree=6)
     unique = _wl_unique(graphs, iterations=3)
     rows, aligned = [], {}
-    for conv in ("gin", "gcn", "mean"):
-        model = DenseGNN(hidden=64, n_layers=3, conv=conv, normalize=False, random_state=run.seed)
-        al = zero_noise_alignment(model, A, X, M, random_state=run.seed)
-        aligned[conv] = al
+    models = {
+        "gin": ("GIN (sum), constant features", "gin", X),
+        "gcn": ("GCN (sym. norm.), constant features", "gcn", X),
+        "mean": ("GCN (mean aggregation), constant features", "mean", X),
+        "gin_deg": ("GIN (sum), one-hot degree features", "gin", Xdeg),
+        "mean_deg": ("GCN (mean aggregation), one-hot degree features", "mean", Xdeg),
+    }
+    for key, (label, conv, feats) in models.items():
+        model = DenseGNN(
+            in_features=feats.shape[-1],
+            hidden=64,
+            n_layers=3,
+            conv=conv,
+            normalize=False,
+            random_state=run.seed,
+        )
+        al = zero_noise_alignment(model, A, feats, M, random_state=run.seed)
+        aligned[key] = int(al.sum())
         rows.append(
             {
-                "model": {"gin": "GIN (sum)", "gcn": "GCN (sym. norm.)", "mean": "GCN (mean aggregation)"}[
-                    conv
-                ],
+                "model": label,
                 "graphs": len(graphs),
                 "aligned": int(al.sum()),
-                "WL-unique": int(unique.sum()),
+                "WL-unique (3 rounds)": int(unique.sum()),
                 "agreement with WL": float((al == unique).mean()),
             }
         )
     run.table(
         rows, name="zero_noise", caption="Zero-noise alignment vs 3-round WL-hash uniqueness, atlas 6-7 nodes"
     )
-    run.check(
-        "zero-noise GIN alignment agrees with WL-hash uniqueness", rows[0]["agreement with WL"], ">=", 0.99
-    )
-    run.check(
-        "GIN aligns minus mean-GCN aligns (graphs)", int(aligned["gin"].sum() - aligned["mean"].sum()), ">", 0
-    )
+    for key, n in aligned.items():
+        run.metric(f"aligned_{key}", n)
+    run.metric("wl_unique", int(unique.sum()))
+    run.check("zero_noise_wl_agreement", rows[0]["agreement with WL"])
+    run.check("gin_minus_gcn_aligned", aligned["gin"] - aligned["gcn"])
+    run.check("gin_minus_mean_gcn_degree_aligned", aligned["gin_deg"] - aligned["mean_deg"])
+    run.check("mean_gcn_constant_aligned", aligned["mean"])
 
 
 def _noisy_eval(model, A, fam, idx, draws, seed):
@@ -126,40 +146,48 @@ def _rate(gam: np.ndarray) -> float:
     return float((gam > 0).mean()) if len(gam) >= MIN_COPIES else float("nan")
 
 
+def _margin_configs(run: Run, filt) -> dict[str, dict]:
+    """Plain, DropEdge and the digest's margin training; in full mode also the variants the digest suggests."""
+    digest = dict(margin_weight=1.0, gamma0=0.5, flip_rate=0.05, n_noisy=16, copy_filter=filt)
+    configs = {
+        "plain (contrastive)": dict(),
+        "DropEdge (p = 0.1)": dict(augment="dropedge", drop_rate=0.1),
+        "margin (gamma0 = 0.5)": digest,
+    }
+    if run.full:
+        configs |= {
+            "margin + spectral norm <= 1": dict(digest, spectral_norm=1.0),
+            "margin, gamma0 = 0.1 (below median gap)": dict(digest, gamma0=0.1),
+            "margin, 64 noisy copies per source": dict(digest, n_noisy=64),
+            "margin weight 5": dict(digest, margin_weight=5.0),
+        }
+    return configs
+
+
 def gate_prediction_and_margin(run: Run) -> None:
-    m = run.pick(quick=150, full=300)
-    draws = run.pick(quick=50, full=200)
-    steps = run.pick(quick=150, full=400)
+    m = run.param("n_source_graphs", quick=100, full=300)
+    draws = run.param("draws_per_flip_count", quick=50, full=200)
+    steps = run.param("training_steps", quick=100, full=400)
     idx = AtlasFlipIndex(7)
     rng = run.rng
     fam = np.sort(rng.choice(idx.n_classes, m, replace=False))
     graphs = [idx.graphs_[c] for c in fam]
     A, _, _ = to_dense_batch(graphs)
     wl_sep = _wl_unique(graphs, iterations=3)
-    if run.quick:
-        run.note(
-            f"quick mode: {m} source graphs, {draws} draws per flip count, {steps} training steps "
-            "(full: 300, 200, 400); same protocol"
-        )
 
     def filt(An, source):  # identifiable *noisy* copies: closest to their source, not isomorphic to it
         cls, src = idx.classify(An.numpy().astype(np.int64)), np.asarray(source)
         return idx.identifiable(cls, src, fam) & (idx.distances_[cls, fam[src]] > 0)
 
-    configs = {
-        "plain (contrastive)": dict(),
-        "DropEdge (p = 0.1)": dict(augment="dropedge", drop_rate=0.1),
-        "margin (gamma0 = 0.5)": dict(
-            margin_weight=1.0, gamma0=0.5, flip_rate=0.05, n_noisy=16, copy_filter=filt
-        ),
-    }
     rows, models, evals = [], {}, {}
-    for name, kw in run.progress(list(configs.items()), "training GINs"):
+    for name, kw in run.progress(list(_margin_configs(run, filt).items()), "training GINs"):
         model = DenseGNN(hidden=32, n_layers=3, random_state=run.seed)
         with run.timer(f"train {name}"):
             train_alignment(model, A, n_steps=steps, lr=2e-2, random_state=run.seed, **kw)
         src, dist, gam = _noisy_eval(model, A, fam, idx, draws, run.seed + 1)
         zero = zero_noise_alignment(model, A, random_state=run.seed)
+        with torch.no_grad():
+            med_gap = float(np.median(separation_gaps(model(A)).numpy()))
         models[name], evals[name] = model, (src, dist, gam)
         rows.append(
             {
@@ -167,16 +195,27 @@ def gate_prediction_and_margin(run: Run) -> None:
                 "align @ GED 1": _rate(gam[dist == 1]),
                 "align @ GED 2": _rate(gam[dist == 2]),
                 "identifiable copies (1 / 2)": f"{int((dist == 1).sum())} / {int((dist == 2).sum())}",
+                "median gap delta": med_gap,
                 "zero-noise sep. of WL-separable": float(zero[wl_sep].mean()),
             }
         )
+    base = rows[0]
+    for r in rows:
+        r["gain @ GED 1 (points)"] = 100 * (r["align @ GED 1"] - base["align @ GED 1"])
     run.table(
         rows,
         name="noisy_alignment",
         caption=f"Noisy alignment of identifiable copies, {m} atlas graphs on 7 nodes",
     )
+    run.metric("plain_align_ged1", base["align @ GED 1"])
+    run.metric("margin_align_ged1", rows[2]["align @ GED 1"])
+    run.metric("dropedge_align_ged1", rows[1]["align @ GED 1"])
+    run.metric("plain_median_gap", base["median gap delta"])
+    run.metric(
+        "best_margin_variant_gain_ged1", float(np.nanmax([r["gain @ GED 1 (points)"] for r in rows[2:]]))
+    )
 
-    # --- gate 2: prediction by the radius, soundness of the certificate (plain model) ---------------------
+    # --- gate 2: prediction by the radius (plain model) --------------------------------------------------
     plain = models["plain (contrastive)"]
     src, dist, gam = evals["plain (contrastive)"]
     with torch.no_grad():
@@ -188,68 +227,53 @@ def gate_prediction_and_margin(run: Run) -> None:
     has = count > 0
     rate = hits[has] / count[has]
     rho = float(spearmanr(r_pred[has], rate).statistic)
-    # a single global empirical L makes r_i proportional to delta_i: reported, not gated
-    run.metric(
-        "Spearman(delta_i, alignment rate) (global empirical L)", float(spearmanr(delta[has], rate).statistic)
-    )
+    run.metric("spearman_gap_vs_survival", float(spearmanr(delta[has], rate).statistic))
+    run.metric("max_predicted_radius", float(r_pred.max()))
+    run.metric("graphs_with_identifiable_copies", int(has.sum()))
+    run.metric("graphs_never_aligned", float(np.mean(rate == 0)))
+    run.check("spearman_radius_survival", rho)
+
+    # --- the graph-level certificate: vacuous on this family (reported), sound where finite (sanity) -------
+    near = sources_with_neighbour_at(idx.distances_[np.ix_(fam, fam)], 1)
+    run.metric("sources_with_a_source_one_flip_away", float(near.mean()))
+    B1 = gin_flip_bound(plain, A, [1])[:, 0]
+    run.metric("bound_at_sphere_diameter", float(np.mean(B1 >= 2.0 - 1e-12)))
+    run.metric("median_bound_over_empirical_L", float(np.median(B1 / L_emp)))
+    run.metric("empirical_radius_at_least_one", float(np.mean(r_pred >= 1)))
     cert = certified_flip_radius(plain, A, delta, max_flips=4)
-    within = dist <= cert[src]
-    violations = int((gam[within] <= 0).sum())
-    # the certificate also covers non-identifiable copies: check every sampled copy, and check the provable
-    # displacement bound B_i(k) itself on every copy of every trained model (non-vacuous even when all
-    # certified radii are 0)
+    run.metric("certified_radius_at_least_one", float(np.mean(cert >= 1)))
+    run.metric("copies_within_certified_radius", int((dist <= cert[src]).sum()))
+    # the displacement bound B_i(k) on every trained model and on an un-normalised, spectral-norm-controlled
+    # GIN (whose bound is finite, so the check is not decided by the clip at the sphere's diameter)
+    unnorm = project_spectral_norm(
+        DenseGNN(hidden=32, n_layers=3, normalize=False, random_state=run.seed), 1.0
+    )
     gen = torch.Generator().manual_seed(run.seed + 2)
-    viol_all, bound_viol = 0, 0
+    bound_viol, finite, ratios = 0, 0, []
     for k in (1, 2):
         An = random_edge_flips(A.repeat(draws, 1, 1), k, generator=gen)
         s = np.tile(np.arange(m), draws)
         with torch.no_grad():
-            g_all = alignment_margins(plain(An), torch.as_tensor(s), plain(A)).numpy()
-            viol_all += int((g_all[cert[s] >= k] <= 0).sum())
-            for model in models.values():
+            for model in [*models.values(), unnorm]:
                 moved = (model(An) - model(A)[s]).norm(dim=1).numpy()
-                bound_viol += int((moved > gin_flip_bound(model, A, [k])[s, 0] + 1e-12).sum())
-    run.metric("copies moved further than the provable bound B_i(k)", bound_viol)
-    run.metric("graphs with a non-trivial certified radius (>= 1 flip)", float((cert >= 1).mean()))
-    run.metric(
-        "median provable 1-flip bound / median empirical L",
-        float(np.median(gin_flip_bound(plain, A, 1)) / np.median(L_emp)),
-    )
-    run.metric("graphs with identifiable noisy copies", int(has.sum()))
-    run.check("Spearman(predicted radius, alignment rate)", rho, ">=", 0.5)
-    run.check(
-        "certificate violations (misaligned within certified radius, or beyond the provable bound)",
-        violations + viol_all + bound_viol,
-        "==",
-        0,
-    )
+                bound = gin_flip_bound(model, A, [k])[s, 0]
+                bound_viol += int((moved > bound + 1e-12).sum())
+                below = bound < 2.0 if model.normalize else np.ones(len(bound), bool)
+                finite += int(below.sum())
+                if not model.normalize:
+                    ratios.append(moved / bound)
+    run.metric("bound_checks_below_trivial_bound", finite)
+    run.metric("unnormalised_median_moved_over_bound", float(np.median(np.concatenate(ratios))))
+    run.check("graph_bound_violations", bound_viol)
 
     # --- gate 3: margin training -------------------------------------------------------------------------
-    base, marg = rows[0], rows[2]
+    marg = rows[2]
     n2 = int((evals["plain (contrastive)"][1] == 2).sum())
-    if n2 < MIN_COPIES:
-        run.note(
-            f"only {n2} of the sampled 2-flip copies are identifiable at edit distance 2 (the rest are closer "
-            f"to another source or isomorphic to their own): the rate at 2 flips is not measured (NaN)"
-        )
-    run.check(
-        "margin minus plain alignment @ 1 flip (points)",
-        100 * (marg["align @ GED 1"] - base["align @ GED 1"]),
-        ">=",
-        10.0,
-    )
-    run.check(
-        "margin minus plain alignment @ 2 flips (points)",
-        100 * (marg["align @ GED 2"] - base["align @ GED 2"]),
-        ">=",
-        10.0,
-    )
-    run.check(
-        "margin-trained zero-noise separation of WL-separable graphs",
-        marg["zero-noise sep. of WL-separable"],
-        ">=",
-        1.0,
-    )
+    run.metric("identifiable_copies_ged2", n2)
+    run.metric("min_copies_for_a_rate", MIN_COPIES)
+    run.check("margin_gain_ged1", 100 * (marg["align @ GED 1"] - base["align @ GED 1"]))
+    run.check("margin_gain_ged2", 100 * (marg["align @ GED 2"] - base["align @ GED 2"]))
+    run.check("margin_zero_noise_separation", marg["zero-noise sep. of WL-separable"])
 
     fig, axes = plt.subplots(1, 2, figsize=(10, 4))
     ax = axes[0]
@@ -264,7 +288,7 @@ def gate_prediction_and_margin(run: Run) -> None:
         ax.hist(g_[d_ == 1], bins=40, histtype="step", label=name, density=True)
     ax.axvline(0, color="k", lw=0.8)
     ax.set_xlabel("alignment margin gamma at edit distance 1")
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=7)
     run.figure(
         fig,
         "radius_vs_survival",
@@ -281,10 +305,10 @@ def gate_node_level(run: Run) -> None:
     model = GINNodeClassifier(
         8, hidden=32, n_classes=2, agg_scale=1.0 / (1.0 + A.sum(1).mean()), random_state=run.seed
     )
+    max_flips = run.param("node_attack_max_flips", quick=4, full=10)
     with run.timer("node classifier"):
         train_node_classifier(model, A, X, y, train, n_steps=200)
         cert = node_certificates(model, A, X)
-        max_flips = run.pick(quick=6, full=10)
         attack = greedy_flip_attack(model, A, X, np.arange(n), max_flips=max_flips)
     r = cert["radius"]
     violations = int((attack <= r).sum())
@@ -304,9 +328,9 @@ def gate_node_level(run: Run) -> None:
         name="node_level",
         caption=f"CSBM (n = {n}, 2 classes), 2-layer GIN node classifier",
     )
-    run.metric("node-level certified fraction at radius >= 1", float((r >= 1).mean()))
-    run.metric("node-level tightness (median attack / certified radius)", tight)
-    run.check("node-level certificate violations under greedy attack", violations, "==", 0)
+    run.metric("node_certified_fraction", float((r >= 1).mean()))
+    run.metric("node_tightness", tight)
+    run.check("node_certificate_violations", violations)
 
 
 def _sbm_graphs(count: int, rng: np.random.Generator) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -335,17 +359,19 @@ def _flip_rate_noise(A, M, rate, gen):
     return A + flips * (1 - 2 * A)
 
 
-def gate_graph_classification(run: Run) -> None:
-    rng = np.random.default_rng(run.seed + 5)
+def _graph_classification_one(seed: int) -> dict[str, tuple[float, float]]:
+    rng = np.random.default_rng(seed + 5)
     A, M, y = _sbm_graphs(600, rng)
     perm = torch.as_tensor(rng.permutation(600))
     tr, te = perm[:400], perm[400:]
     accs = {}
     for name, mw in (("plain", 0.0), ("margin (gamma0 = 0.5)", 1.0)):
-        gnn = DenseGNN(hidden=32, n_layers=3, normalize=False, random_state=run.seed)
-        head = torch.nn.Linear(3 * 32, 2, dtype=torch.float64)
+        gnn = DenseGNN(hidden=32, n_layers=3, normalize=False, random_state=seed)
+        with torch.random.fork_rng():
+            torch.manual_seed(seed)
+            head = torch.nn.Linear(3 * 32, 2, dtype=torch.float64)
         opt = torch.optim.Adam([*gnn.parameters(), *head.parameters()], lr=1e-2)
-        gen = torch.Generator().manual_seed(run.seed)
+        gen = torch.Generator().manual_seed(seed)
         ones = torch.ones(*A.shape[:2], 1, dtype=A.dtype)
         for _ in range(150):
             opt.zero_grad()
@@ -361,40 +387,32 @@ def gate_graph_classification(run: Run) -> None:
             opt.step()
         with torch.no_grad():
             clean = (head(gnn(A[te], ones[te], M[te])).argmax(1) == y[te]).double().mean().item()
-            An = _flip_rate_noise(A[te], M[te], 0.05, torch.Generator().manual_seed(run.seed + 9))
+            An = _flip_rate_noise(A[te], M[te], 0.05, torch.Generator().manual_seed(seed + 9))
             noisy = (head(gnn(An, ones[te], M[te])).argmax(1) == y[te]).double().mean().item()
         accs[name] = (clean, noisy)
-    run.table(
-        [{"training": k, "clean accuracy": v[0], "accuracy @ 5% flips": v[1]} for k, v in accs.items()],
-        name="graph_classification",
-        caption="SBM graphs, 2 vs 3 communities, 20-30 nodes",
-    )
-    (pc, pn), (mc, mn) = accs["plain"], accs["margin (gamma0 = 0.5)"]
-    run.check(
-        "graph classification: margin minus plain accuracy @ 5% flips (points)", 100 * (mn - pn), ">=", 3.0
-    )
-    run.check("graph classification: |clean accuracy difference| (points)", 100 * abs(mc - pc), "<=", 2.0)
+    return accs
+
+
+def gate_graph_classification(run: Run) -> None:
+    seeds = run.seeds(3)  # the digest's full protocol: 3 seeds
+    rows, gains, clean_diffs = [], [], []
+    for seed in run.progress(seeds, "graph classification seeds"):
+        accs = _graph_classification_one(seed)
+        rows += [
+            {"seed": seed, "training": k, "clean accuracy": v[0], "accuracy @ 5% flips": v[1]}
+            for k, v in accs.items()
+        ]
+        (pc, pn), (mc, mn) = accs["plain"], accs["margin (gamma0 = 0.5)"]
+        gains.append(100 * (mn - pn))
+        clean_diffs.append(100 * abs(mc - pc))
+    run.table(rows, name="graph_classification", caption="SBM graphs, 2 vs 3 communities, 20-30 nodes")
+    run.metric("graphcls_noisy_gain_per_seed", gains)
+    run.metric("graphcls_clean_diff_per_seed", clean_diffs)
+    run.check("graphcls_margin_gain", gains)
+    run.check("graphcls_clean_diff", clean_diffs)
 
 
 def run(run: Run) -> None:
-    run.expect(
-        "partial",
-        reason=(
-            "Gate 1 (zero-noise alignment = WL-hash uniqueness on 100% of the 1200 atlas graphs; the "
-            "mean-aggregation GCN aligns none), certificate soundness (0 violations, graph and node level) and "
-            "zero-noise separation after margin training reproduce. Not reproduced: (a) the predicted radius "
-            "delta/(2 L_emp) does not predict survival (quick: Spearman 0.16 < 0.5): on random 7-node atlas "
-            "graphs every trained GIN has L_emp (about 1.2 on the unit sphere) far above its gaps (about 0.4), "
-            "so all radii are below 0.3 flips and survival of identifiable 1-flip copies is 7-10%, zero for "
-            "most graphs; (b) margin training (gamma0 = 0.5, flip rate 0.05, on identifiable noisy copies) "
-            "raises alignment at edit distance 1 by 3 points (quick: 7.2% -> 10.3%; DropEdge 9.9%), short of "
-            "+10; (c) at edit distance 2 almost no copy is identifiable (2 of 7500 in quick mode: a 2-flip copy "
-            "of a 7-node graph is nearly always as close to another source), so that rate is not measured. The "
-            "paper's protocol is unknown (descriptive title, reconstructed definitions). Full mode adds gate 5 "
-            "(SBM graph classification), where margin training gained 2.5 points at 5% flips (< 3) and lost 3 "
-            "points of clean accuracy (> 2)."
-        ),
-    )
     torch.manual_seed(run.seed)
     with run.timer("gate 1: zero noise"):
         gate_zero_noise(run)
@@ -403,10 +421,5 @@ def run(run: Run) -> None:
     with run.timer("gate 4: node level"):
         gate_node_level(run)
     if run.full:
-        run.note("full mode runs one seed (the digest's full protocol averages 3 seeds)")
         with run.timer("gate 5: graph classification"):
             gate_graph_classification(run)
-    else:
-        run.note(
-            "gate 5 (graph classification under test-time noise) runs in full mode only, as the digest says"
-        )

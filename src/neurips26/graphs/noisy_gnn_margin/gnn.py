@@ -20,7 +20,14 @@ import numpy as np
 import torch
 from torch import nn
 
-__all__ = ["DenseGNN", "to_dense_batch", "random_edge_flips", "all_single_flips"]
+__all__ = [
+    "DenseGNN",
+    "to_dense_batch",
+    "edge_index_to_dense",
+    "degree_features",
+    "random_edge_flips",
+    "all_single_flips",
+]
 
 CONVS = ("gin", "gcn", "mean")
 READOUTS = ("sum", "mean")
@@ -35,37 +42,137 @@ def _check_int(name: str, value: object, low: int, high: float = float("inf")) -
 
 
 def to_dense_batch(
-    graphs: Sequence[nx.Graph], n_max: int | None = None, dtype: torch.dtype = torch.float64
+    graphs: Sequence[object], n_max: int | None = None, dtype: torch.dtype = torch.float64
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Stack networkx graphs into zero-padded ``(A, X, mask)`` with constant node features ``X = 1``.
+    """Stack graphs into zero-padded ``(A, X, mask)`` with constant node features ``X = 1``.
 
-    Nodes are taken in ``sorted`` order. Raises ``ValueError`` on an empty list, an empty graph, a directed or
-    multi graph, self-loops, or a graph larger than ``n_max``.
+    Each graph is a networkx graph (nodes taken in ``sorted`` order) or a PyG-style object with an
+    ``edge_index`` (2, E) attribute and optionally ``num_nodes`` (for example ``torch_geometric.data.Data``;
+    its ``x`` is ignored here: use :func:`edge_index_to_dense` to keep node features). Unlike PyG's
+    ``torch_geometric.utils.to_dense_batch`` this returns adjacency matrices, not a padded feature tensor.
+    Raises ``ValueError`` on an empty list, an empty graph, a directed or multi graph, self-loops, or a graph
+    larger than ``n_max``.
     """
     if len(graphs) == 0:
         raise ValueError("graphs must hold at least one graph")
+    dense = []
     for g in graphs:
+        if hasattr(g, "edge_index") and not isinstance(g, nx.Graph):
+            n_nodes = getattr(g, "num_nodes", None)
+            A1, _, _ = edge_index_to_dense(g.edge_index, num_nodes=n_nodes, dtype=torch.float64)
+            dense.append(A1[0].numpy())
+            continue
         if not isinstance(g, nx.Graph):
-            raise TypeError(f"graphs must be networkx graphs, got {type(g).__name__}")
+            raise TypeError(
+                f"graphs must be networkx graphs or objects with edge_index, got {type(g).__name__}"
+            )
         if g.is_directed() or g.is_multigraph():
             raise ValueError("graphs must be simple undirected graphs (no directed or multi graphs)")
         if g.number_of_nodes() == 0:
             raise ValueError("graphs must have at least one node")
         if nx.number_of_selfloops(g) > 0:
             raise ValueError("graphs must not have self-loops")
-    sizes = [g.number_of_nodes() for g in graphs]
+        dense.append(nx.to_numpy_array(g, nodelist=sorted(g.nodes()), weight=None))
+    sizes = [a.shape[0] for a in dense]
     n = max(sizes) if n_max is None else _check_int("n_max", n_max, 1)
     if max(sizes) > n:
         raise ValueError(f"n_max={n} is smaller than the largest graph ({max(sizes)} nodes)")
-    A = np.zeros((len(graphs), n, n))
-    mask = np.zeros((len(graphs), n))
-    for b, g in enumerate(graphs):
-        k = g.number_of_nodes()
-        A[b, :k, :k] = nx.to_numpy_array(g, nodelist=sorted(g.nodes()), weight=None)
+    A = np.zeros((len(dense), n, n))
+    mask = np.zeros((len(dense), n))
+    for b, a in enumerate(dense):
+        k = a.shape[0]
+        A[b, :k, :k] = a
         mask[b, :k] = 1.0
     At = torch.as_tensor(A, dtype=dtype)
     Mt = torch.as_tensor(mask, dtype=dtype)
     return At, Mt[..., None].clone(), Mt
+
+
+def edge_index_to_dense(
+    edge_index: torch.Tensor | np.ndarray,
+    batch: torch.Tensor | np.ndarray | None = None,
+    num_nodes: int | None = None,
+    x: torch.Tensor | np.ndarray | None = None,
+    n_max: int | None = None,
+    dtype: torch.dtype = torch.float64,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """PyG-style input to dense ``(A, X, mask)``: ``edge_index`` (2, E) of node ids, optional ``batch`` (N,)
+    graph id of every node (sorted, as in a PyG ``Batch``), optional node features ``x`` (N, d).
+
+    Edges are symmetrised (an undirected graph may list each edge once or twice); duplicate edges collapse to
+    one. Without ``x`` the features are constant ones. Self-loops, node ids outside ``[0, N)`` and edges
+    between different graphs raise ``ValueError``.
+    """
+    ei = torch.as_tensor(edge_index)
+    if ei.ndim != 2 or ei.shape[0] != 2 or ei.dtype.is_floating_point or ei.dtype == torch.bool:
+        raise ValueError(f"edge_index must be an integer array of shape (2, E), got {tuple(ei.shape)}")
+    ei = ei.long()
+    if batch is not None:
+        bt = torch.as_tensor(batch)
+        if bt.ndim != 1 or bt.dtype.is_floating_point or bt.numel() == 0:
+            raise ValueError("batch must be a non-empty 1-D integer array (graph id per node)")
+        bt = bt.long()
+        if (bt < 0).any() or (bt[1:] < bt[:-1]).any():
+            raise ValueError("batch must hold non-negative graph ids in sorted order (as in a PyG Batch)")
+        N = bt.numel()
+        if num_nodes is not None and _check_int("num_nodes", num_nodes, 1) != N:
+            raise ValueError(f"num_nodes={num_nodes} disagrees with len(batch) = {N}")
+    else:
+        if num_nodes is None:
+            if ei.numel() == 0:
+                raise ValueError("num_nodes is required when edge_index is empty")
+            N = int(ei.max()) + 1
+        else:
+            N = _check_int("num_nodes", num_nodes, 1)
+        bt = torch.zeros(N, dtype=torch.long)
+    if ei.numel() and (int(ei.min()) < 0 or int(ei.max()) >= N):
+        raise ValueError(f"edge_index must hold node ids in [0, {N - 1}]")
+    if (ei[0] == ei[1]).any():
+        raise ValueError("edge_index must not contain self-loops")
+    if (bt[ei[0]] != bt[ei[1]]).any():
+        raise ValueError("edge_index joins nodes of different graphs (see batch)")
+    B = int(bt.max()) + 1
+    counts = torch.bincount(bt, minlength=B)
+    if (counts == 0).any():
+        raise ValueError("batch must not skip graph ids (every graph needs at least one node)")
+    n = int(counts.max()) if n_max is None else _check_int("n_max", n_max, 1)
+    if int(counts.max()) > n:
+        raise ValueError(f"n_max={n} is smaller than the largest graph ({int(counts.max())} nodes)")
+    start = torch.cumsum(counts, 0) - counts
+    local = torch.arange(N) - start[bt]
+    A = torch.zeros(B, n, n, dtype=dtype)
+    g = bt[ei[0]]
+    A[g, local[ei[0]], local[ei[1]]] = 1.0
+    A[g, local[ei[1]], local[ei[0]]] = 1.0
+    mask = torch.zeros(B, n, dtype=dtype)
+    mask[bt, local] = 1.0
+    if x is None:
+        X = mask[..., None].clone()
+    else:
+        xt = torch.as_tensor(x, dtype=dtype)
+        if xt.ndim != 2 or xt.shape[0] != N:
+            raise ValueError(f"x must have shape (N, d) with N = {N}, got {tuple(xt.shape)}")
+        if not torch.isfinite(xt).all():
+            raise ValueError("x must be finite (no NaN or inf)")
+        X = torch.zeros(B, n, xt.shape[1], dtype=dtype)
+        X[bt, local] = xt
+    return A, X, mask
+
+
+def degree_features(
+    A: torch.Tensor, mask: torch.Tensor | None = None, max_degree: int | None = None
+) -> torch.Tensor:
+    """One-hot node degrees (B, n, max_degree + 1), zero at padded nodes: input features that let mean
+    aggregation see degrees (with constant features a mean-aggregation GNN embeds every graph by its size only)."""
+    if not isinstance(A, torch.Tensor) or A.ndim != 3 or A.shape[1] != A.shape[2]:
+        raise ValueError(f"A must be a (B, n, n) tensor, got {getattr(A, 'shape', type(A))}")
+    B, n, _ = A.shape
+    mask = torch.ones(B, n, dtype=A.dtype) if mask is None else mask
+    deg = A.sum(-1).round().long()
+    top = n - 1 if max_degree is None else _check_int("max_degree", max_degree, 0)
+    if int(deg.max()) > top:
+        raise ValueError(f"max_degree={top} is below the largest degree {int(deg.max())}")
+    return torch.nn.functional.one_hot(deg, top + 1).to(A.dtype) * mask[..., None]
 
 
 def random_edge_flips(
