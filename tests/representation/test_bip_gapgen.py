@@ -11,7 +11,9 @@ from neurips26.representation import provision_identities
 from neurips26.representation.bip_gapgen import (
     IdentityProvisioner,
     count_collisions,
+    density_realisability,
     impostor_threshold,
+    knn_cosines,
     real_subspace,
     realisability,
     synthetic_gallery,
@@ -43,6 +45,20 @@ def test_impostor_threshold_equals_numpy_quantile(gallery):
     G = R @ R.T
     brute = np.quantile(G[np.triu_indices(len(R), 1)], 1 - 1e-3)
     assert impostor_threshold(R, 1e-3) == pytest.approx(brute, abs=1e-6)
+
+
+def test_impostor_threshold_small_tiles_and_ann_agree_with_numpy(gallery):
+    R = gallery[:900]
+    G = R @ R.T
+    pairs = G[np.triu_indices(len(R), 1)]
+    for far in (1e-2, 1e-3, 1e-4):
+        brute = np.quantile(pairs, 1 - far)
+        # tiles of a few rows each: the running top list must still be exact
+        assert impostor_threshold(R, far, max_block_bytes=4 * 900 * 8 * 3) == pytest.approx(brute, abs=1e-6)
+    pytest.importorskip("faiss")
+    for far in (1e-2, 1e-3):
+        brute = np.quantile(pairs, 1 - far)
+        assert impostor_threshold(R, far, method="ann") == pytest.approx(brute, abs=1e-4)
 
 
 def test_impostor_threshold_large_gallery_uses_exact_pairs(gallery):
@@ -87,6 +103,38 @@ def test_real_subspace_and_realisability(gallery):
     assert np.mean(r) == pytest.approx(sub.explained, rel=1e-9)  # energy kept = mean in-subspace energy
     u = realisability(uniform_sphere(4000, 32, random_state=0), P)
     assert np.mean(u) == pytest.approx(sub.dim / 32, abs=0.02)  # uniform directions: q / d on average
+
+
+def test_knn_cosines_match_brute_force(gallery):
+    X, G = gallery[:50], gallery[100:400]
+    S = X @ G.T
+    for k in (1, 3, 10):
+        want = np.sort(S, axis=1)[:, -k]
+        np.testing.assert_allclose(knn_cosines(X, G, k, block=7), want, atol=1e-6)
+
+
+def test_density_realisability_scores_reals_one_and_can_fail_inside_the_subspace(gallery):
+    R, H = gallery[:1000], gallery[1000:1400]
+    sub = real_subspace(R, 0.95)
+    P = sub.basis
+    # held-out reals against themselves: exactly the coverage share inside, relative score 1
+    assert density_realisability(H, H, R, k=5) == pytest.approx(1.0)
+    # a fresh draw of reals scores about 1, directions uniform on the sphere about 0
+    more = synthetic_gallery(1500, 32, signal_dim=14, alpha=0.6, noise=0.02, random_state=0)[1400:]
+    assert density_realisability(more, H, R, k=5) > 0.8
+    assert density_realisability(uniform_sphere(400, 32, random_state=1), H, R, k=5) < 0.2
+    # points exactly in span(P) but in its least-populated direction: subspace energy 1, density score ~0
+    rng = np.random.default_rng(0)
+    corner = P[:, -1][None, :] + 0.05 * rng.standard_normal((300, sub.dim)) @ P.T
+    corner /= np.linalg.norm(corner, axis=1, keepdims=True)
+    np.testing.assert_allclose(realisability(corner, P), 1.0, atol=1e-9)
+    assert density_realisability(corner, H, R, k=5) < 0.2
+    # an independent oracle of the score: brute-force k-th cosines and the held-out quantile
+    S_h, S_x = np.sort(H @ R.T, axis=1)[:, -5], np.sort(more @ R.T, axis=1)[:, -5]
+    cut = np.quantile(S_h, 0.05)
+    assert density_realisability(more, H, R, k=5) == pytest.approx(
+        np.mean(S_x >= cut) / np.mean(S_h >= cut), abs=0.01
+    )
 
 
 # --- the allocator ----------------------------------------------------------------------------------------
@@ -200,6 +248,18 @@ def test_bad_input_estimator_and_helpers(gallery):
         count_collisions(R, R[:, :5] / np.linalg.norm(R[:, :5], axis=1, keepdims=True), 0.5)
     with pytest.raises(ValueError, match="far"):
         impostor_threshold(R, 0.0)
+    with pytest.raises(ValueError, match="method"):
+        impostor_threshold(R, 1e-3, method="lsh")
+    with pytest.raises(ValueError, match="max_block_bytes"):
+        impostor_threshold(R, 1e-3, max_block_bytes=0)
+    with pytest.raises(ValueError, match="ann_k"):
+        impostor_threshold(R, 1e-3, method="ann", ann_k=0)
+    with pytest.raises(ValueError, match="k must"):
+        knn_cosines(R[:5], R[5:10], k=6)
+    with pytest.raises(ValueError, match="gallery"):
+        knn_cosines(R[:5], R[5:10, :4] / np.linalg.norm(R[5:10, :4], axis=1, keepdims=True))
+    with pytest.raises(ValueError, match="coverage"):
+        density_realisability(R[:5], R[5:10], R[10:], coverage=1.0)
     with pytest.raises(ValueError, match="variance_kept"):
         real_subspace(R, 1.5)
     with pytest.raises(ValueError, match="basis"):

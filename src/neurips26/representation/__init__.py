@@ -14,6 +14,8 @@ _EXPORTS = {
     "provision_identities": ".bip_gapgen",
     "IdentityProvisioner": ".bip_gapgen",
     "count_collisions": ".bip_gapgen",
+    "density_realisability": ".bip_gapgen",
+    "knn_cosines": ".bip_gapgen",
     "impostor_threshold": ".bip_gapgen",
     "real_subspace": ".bip_gapgen",
     "realisability": ".bip_gapgen",

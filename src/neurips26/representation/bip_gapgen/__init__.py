@@ -7,7 +7,15 @@ synthetic and must be flagged as such wherever they are used.
 """
 
 from .galleries import minilm_name_gallery, stdlib_names, synthetic_gallery
-from .geometry import RealSubspace, count_collisions, impostor_threshold, real_subspace, realisability
+from .geometry import (
+    RealSubspace,
+    count_collisions,
+    density_realisability,
+    impostor_threshold,
+    knn_cosines,
+    real_subspace,
+    realisability,
+)
 from .provisioning import IdentityProvisioner, RoundStats, provision_identities, uniform_sphere
 
 __all__ = [
@@ -15,7 +23,9 @@ __all__ = [
     "RealSubspace",
     "RoundStats",
     "count_collisions",
+    "density_realisability",
     "impostor_threshold",
+    "knn_cosines",
     "minilm_name_gallery",
     "provision_identities",
     "real_subspace",

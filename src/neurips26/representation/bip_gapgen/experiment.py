@@ -1,15 +1,19 @@
 """Reproduction (digest ``bip-gapgen``): repulsion-based provisioning inside the real subspace gives zero
-virtual-vs-enrolled and virtual-vs-virtual collisions, future enrolments collide at most 2 x FAR, virtuals are as
-on-manifold as real identities (realisability >= 0.95, uniform-sphere baseline < 0.5), naive on-manifold sampling
-collides, and repulsion provisions >= 2x faster than rejection sampling once virtual/real > 2.
+virtual-vs-enrolled and virtual-vs-virtual collisions (sanity: the hard constraints), future enrolments collide at
+most 2 x FAR, virtuals are as on-manifold as real identities while uniform directions are not, naive on-manifold
+sampling collides, and repulsion provisions >= 2x faster than rejection sampling once virtual/real > 2.
 
-Gallery (1): synthetic face-like identity centres (d = 128, power-law spectrum, effective rank ~37) with 20% held
-out as future enrolments. Thresholds come from the enrolled gallery's impostor distribution: ``tau_c = tau_v`` =
-the (1 - FAR) quantile of cosines between distinct enrolled identities, margin m = 0.02. Full mode adds gallery (2),
-all-MiniLM-L6-v2 embeddings of standard-library names (384-d), and a 100k-against-10k scale run.
+Gallery (1): synthetic face-like identity centres (d = 128, power-law spectrum, effective rank ~37) with a fifth
+held out as future enrolments. Thresholds come from the enrolled gallery's impostor distribution: ``tau_c = tau_v``
+= the (1 - FAR) quantile of cosines between distinct enrolled identities, margin m = 0.02. Realisability: the
+digest's in-subspace energy (1 by construction for our virtuals: a sanity check; for uniform directions measured
+across the digest's 95-99% variance range) and a density-aware share of virtuals lying where held-out reals lie
+(the claim). Full mode runs the digest's full configuration (200k virtuals against 16k enrolled, FAR 1e-5), adds
+gallery (2), all-MiniLM-L6-v2 embeddings of standard-library names (384-d), and the impostor threshold at the
+paper's 360k-identity gallery scale (faiss HNSW; exact memory-bounded tiles at 100k for its error).
 
 Only the geometric allocator is checked: nothing here speaks to face photorealism (GapGen), v-LFW or a recognizer's
-behaviour on rendered images, and the paper's 10M / 360K scale is out of reach on 2 cores.
+behaviour on rendered images, and the paper's 10M / 360K provisioning is out of reach on 2 cores.
 """
 
 from __future__ import annotations
@@ -17,33 +21,45 @@ from __future__ import annotations
 import resource
 import time
 
-import matplotlib
-
-matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 
 from neurips26.harness import Run
 
 from .galleries import minilm_name_gallery, synthetic_gallery
-from .geometry import count_collisions, impostor_threshold, realisability
+from .geometry import (
+    count_collisions,
+    density_realisability,
+    impostor_threshold,
+    real_subspace,
+    realisability,
+)
 from .provisioning import IdentityProvisioner, uniform_sphere
 
 MARGIN = 0.02
-VARIANCE_KEPT = 0.95
+VARIANCE_KEPT = 0.97  # the estimator's default, the middle of the digest's 95-99% range
+VARIANCE_SWEEP = (0.95, 0.97, 0.99)  # the digest's range: the uniform-baseline gate is measured at each
 REJECTION_CANDIDATES = 2048
-NAIVE_PAIR_ROWS = 12_000  # naive virtual-virtual pairs counted among the first rows only
+REJECTION_REPEATS = 3  # rejection timings are short: the fastest of a few repeats (favours rejection)
+NAIVE_ROWS = 12_000  # naive-sampling collisions are counted for its first rows only (a lower bound suffices)
+REALISABILITY_ROWS = 4000  # rows whose k-NN cosines to the gallery are computed for the density proxy
+KNN_K = 10
 
 
-def _rejection_throughput(R, V, tau, seed):
-    """On-manifold rejection sampling (same sampler, same acceptance test) against gallery + virtuals ``V``."""
-    rej = IdentityProvisioner(MARGIN, tau_c=tau, variance_kept=VARIANCE_KEPT, n_steps=0, random_state=seed)
-    rej.fit(R, existing=V)
-    t0 = time.perf_counter()
-    got = rej.provision(10**9, max_candidates=REJECTION_CANDIDATES)
-    dt = time.perf_counter() - t0
+def _rejection_round(R, V, tau, seed):
+    """On-manifold rejection sampling (same sampler, same acceptance test) against gallery + virtuals ``V``:
+    accepted rows, (accepted + 1) / fastest seconds, seconds."""
+    best, got = np.inf, None
+    for _ in range(REJECTION_REPEATS):
+        rej = IdentityProvisioner(
+            MARGIN, tau_c=tau, variance_kept=VARIANCE_KEPT, n_steps=0, random_state=seed
+        )
+        rej.fit(R, existing=V)
+        t0 = time.perf_counter()
+        got = rej.provision(10**9, max_candidates=REJECTION_CANDIDATES)
+        best = min(best, time.perf_counter() - t0)
     # zero acceptances would give an infinite ratio: count one more acceptance than observed (favours rejection)
-    return len(got), (len(got) + 1) / dt, dt
+    return got, (len(got) + 1) / best, best
 
 
 def _evaluate(
@@ -62,11 +78,14 @@ def _evaluate(
 
     n_chunks = 6
     sizes = np.diff(np.linspace(0, n_virtual, n_chunks + 1).round().astype(int))
-    curve = []
+    curve, rej_last = [], None
     for size in run.progress(list(sizes), f"{label}: provisioning"):
         start_ratio = len(est.identities_) / n_enrolled
-        n_rej, rej_tp, _ = _rejection_throughput(R, est.identities_, tau, seed + 1)
-        est.provision(int(size))
+        V_before = est.identities_
+        rej_out, rej_tp, _ = _rejection_round(R, V_before, tau, seed + 1)
+        rej_last = (rej_out, V_before)
+        with run.timer(f"{label}: provisioning"):
+            est.provision(int(size))
         st = est.history_[-1]
         curve.append(
             {
@@ -74,9 +93,9 @@ def _evaluate(
                 "end_ratio": len(est.identities_) / n_enrolled,
                 "repulsion_per_s": st.throughput,
                 "rejection_per_s": rej_tp,
-                "rejection_accepted": n_rej,
+                "rejection_accepted": len(rej_out),
                 "repulsion_accepted_per_scan": st.accepted_per_scan,
-                "rejection_accepted_per_scan": n_rej / REJECTION_CANDIDATES,
+                "rejection_accepted_per_scan": len(rej_out) / REJECTION_CANDIDATES,
                 "candidates": st.n_candidates,
                 "seconds": st.seconds,
             }
@@ -94,18 +113,45 @@ def _evaluate(
         a = count_collisions(V, R, tau, basis=P)
         b = count_collisions(V, None, tau, basis=P)
         c = count_collisions(V, H, tau, basis=P)
-    naive = est.sample_naive(len(V), random_state=seed + 2)
+        rej_out, rej_pool = rej_last
+        rej_a = count_collisions(rej_out, R, tau, basis=P)
+        rej_b = count_collisions(rej_out, None, tau, basis=P) + count_collisions(
+            rej_out, rej_pool, tau, basis=P
+        )
+    naive = est.sample_naive(min(len(V), NAIVE_ROWS), random_state=seed + 2)
     with run.timer(f"{label}: naive baseline checks"):
         na = count_collisions(naive, R, tau, basis=P)
-        nb = count_collisions(naive[:NAIVE_PAIR_ROWS], None, tau, basis=P)  # a lower bound is enough
+        nb = count_collisions(naive, None, tau, basis=P)
         nc = count_collisions(naive, H, tau, basis=P)
-    uni = uniform_sphere(len(V), R.shape[1], random_state=seed + 3)
-    real_h = float(np.median(realisability(H, P)))
-    d_ours = float(np.median(realisability(V, P))) / real_h
-    d_naive = float(np.median(realisability(naive, P))) / real_h
-    d_uni = float(np.median(realisability(uni, P))) / real_h
+    uni = uniform_sphere(REALISABILITY_ROWS, R.shape[1], random_state=seed + 3)
+    pick = np.random.default_rng(seed + 4).choice(len(V), min(len(V), REALISABILITY_ROWS), replace=False)
+    with run.timer(f"{label}: realisability"):
+        real_h = float(np.median(realisability(H, P)))
+        energy = {
+            "ours": float(np.median(realisability(V, P))) / real_h,
+            "naive": float(np.median(realisability(naive, P))) / real_h,
+        }
+        # the digest's in-subspace energy of the uniform baseline, across the digest's variance range
+        sweep = []
+        for vk in VARIANCE_SWEEP:
+            Pk = real_subspace(R, vk).basis
+            sweep.append(
+                {
+                    "variance_kept": vk,
+                    "q": Pk.shape[1],
+                    "uniform energy / held-out": float(np.median(realisability(uni, Pk)))
+                    / float(np.median(realisability(H, Pk))),
+                }
+            )
+        dens = {
+            "ours": density_realisability(V[pick], H, R, KNN_K),
+            "ours, last batch": density_realisability(V[-min(len(V), REALISABILITY_ROWS) :], H, R, KNN_K),
+            "naive": density_realisability(naive[:REALISABILITY_ROWS], H, R, KNN_K),
+            "uniform": density_realisability(uni, H, R, KNN_K),
+        }
     nvr, nvv, nvh = len(V) * len(R), len(V) * (len(V) - 1) / 2, len(V) * len(H)
-    m_nb = min(len(naive), NAIVE_PAIR_ROWS)
+    m_n = len(naive)
+    n_rej = len(rej_out)
     rows = [
         {
             "gallery": label,
@@ -115,29 +161,32 @@ def _evaluate(
             "(a) vs enrolled": a / nvr,
             "(b) virtual-virtual": b / nvv,
             "(c) vs future": c / nvh,
-            "(d) realisability": d_ours,
+            "(d) subspace energy": energy["ours"],
+            "(d') density realisability": dens["ours"],
             "accepted/s (ratio>2)": rep_tp,
         },
         {
             "gallery": label,
             "method": "naive on-manifold",
-            "virtual": len(naive),
+            "virtual": m_n,
             "enrolled": len(R),
-            "(a) vs enrolled": na / nvr,
-            "(b) virtual-virtual": nb / (m_nb * (m_nb - 1) / 2),
-            "(c) vs future": nc / nvh,
-            "(d) realisability": d_naive,
+            "(a) vs enrolled": na / (m_n * len(R)),
+            "(b) virtual-virtual": nb / (m_n * (m_n - 1) / 2),
+            "(c) vs future": nc / (m_n * len(H)),
+            "(d) subspace energy": energy["naive"],
+            "(d') density realisability": dens["naive"],
             "accepted/s (ratio>2)": None,
         },
         {
             "gallery": label,
-            "method": "rejection sampling",
-            "virtual": None,
+            "method": "rejection sampling (last round)",
+            "virtual": n_rej,
             "enrolled": len(R),
-            "(a) vs enrolled": 0.0,
-            "(b) virtual-virtual": 0.0,
+            "(a) vs enrolled": rej_a / max(n_rej * len(R), 1),
+            "(b) virtual-virtual": rej_b / max(n_rej * (n_rej - 1) / 2 + n_rej * len(rej_pool), 1),
             "(c) vs future": None,
-            "(d) realisability": None,
+            "(d) subspace energy": None,
+            "(d') density realisability": None,
             "accepted/s (ratio>2)": rej_tp,
         },
         {
@@ -148,7 +197,8 @@ def _evaluate(
             "(a) vs enrolled": None,
             "(b) virtual-virtual": None,
             "(c) vs future": None,
-            "(d) realisability": d_uni,
+            "(d) subspace energy": sweep[VARIANCE_SWEEP.index(VARIANCE_KEPT)]["uniform energy / held-out"],
+            "(d') density realisability": dens["uniform"],
             "accepted/s (ratio>2)": None,
         },
     ]
@@ -160,10 +210,17 @@ def _evaluate(
         "a": a,
         "b": b,
         "c_rate": c / nvh,
-        "d": d_ours,
-        "d_uniform": d_uni,
+        "energy": energy["ours"],
+        "density": dens["ours"],
+        "density_last": dens["ours, last batch"],
+        "density_naive": dens["naive"],
+        "density_uniform": dens["uniform"],
+        "sweep": sweep,
         "naive_a": na,
         "naive_b": nb,
+        "rejection_a": rej_a,
+        "rejection_b": rej_b,
+        "rejection_rows": n_rej,
         "throughput_ratio": rep_tp / rej_tp,
         "repulsion_per_s": rep_tp,
         "rejection_per_s": rej_tp,
@@ -176,19 +233,19 @@ def _evaluate(
 
 
 def _checks(run: Run, info: dict, prefix: str = "") -> None:
-    far = info["far"]
-    run.check(f"{prefix}(a) collisions virtual vs enrolled at tau_c", info["a"], "==", 0)
-    run.check(f"{prefix}(b) collisions virtual vs virtual at tau_v", info["b"], "==", 0)
-    run.check(f"{prefix}(c) collision rate vs future enrolments / FAR", info["c_rate"] / far, "<=", 2.0)
-    run.check(
-        f"{prefix}(d) realisability of virtuals (median, rel. to held-out reals)", info["d"], ">=", 0.95
-    )
-    run.check(f"{prefix}(d) realisability of uniform-sphere baseline", info["d_uniform"], "<", 0.5)
-    run.check(f"{prefix}naive sampling collisions vs enrolled (count)", info["naive_a"], ">", 0)
-    run.check(f"{prefix}naive sampling collisions virtual-virtual (count)", info["naive_b"], ">", 0)
-    run.check(
-        f"{prefix}throughput repulsion / rejection at virtual/real > 2", info["throughput_ratio"], ">=", 2.0
-    )
+    run.check(f"{prefix}collisions_vs_enrolled", info["a"])
+    run.check(f"{prefix}collisions_virtual_virtual", info["b"])
+    run.check(f"{prefix}future_collision_rate_over_far", info["c_rate"] / info["far"])
+    run.check(f"{prefix}density_realisability", info["density"])
+    if prefix:
+        return
+    run.check("subspace_energy_virtuals", info["energy"])
+    run.check("uniform_subspace_energy", [s["uniform energy / held-out"] for s in info["sweep"]])
+    run.check("uniform_density_realisability", info["density_uniform"])
+    run.check("naive_collisions_vs_enrolled", info["naive_a"])
+    run.check("naive_collisions_virtual_virtual", info["naive_b"])
+    run.check("rejection_collisions", info["rejection_a"] + info["rejection_b"])
+    run.check("throughput_ratio", info["throughput_ratio"])
 
 
 def _figure(run: Run, infos: dict) -> None:
@@ -206,28 +263,39 @@ def _figure(run: Run, infos: dict) -> None:
     run.figure(fig, "throughput_vs_ratio", caption="Provisioning throughput as the virtual population grows.")
 
 
+def _ann_threshold_scale(run: Run) -> None:
+    """The impostor threshold at the paper's gallery scale: exact tiles against faiss HNSW at 100k, HNSW at 360k."""
+    rows = []
+    for n, exact in ((100_000, True), (360_000, False)):
+        G = synthetic_gallery(n, 128, random_state=run.seed + 11).astype(np.float32)
+        G /= np.linalg.norm(G, axis=1, keepdims=True)
+        rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        with run.timer(f"ann threshold n={n}") as t:
+            ann = impostor_threshold(G, 1e-5, method="ann")
+        row = {"gallery": n, "far": 1e-5, "tau (HNSW)": ann, "HNSW seconds": t.seconds}
+        if exact:
+            with run.timer(f"exact threshold n={n}") as t2:
+                ex = impostor_threshold(G, 1e-5)
+            row |= {"tau (exact tiles)": ex, "exact seconds": t2.seconds, "|HNSW - exact|": abs(ann - ex)}
+            run.metric("ann_threshold_error_100k", abs(ann - ex))
+        row["peak RSS MiB"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        row["peak RSS growth MiB"] = row["peak RSS MiB"] - rss0
+        rows.append(row)
+        del G
+    run.metric("ann_threshold_seconds_360k", rows[-1]["HNSW seconds"])
+    run.table(
+        rows, name="impostor_threshold_scale", caption="Impostor threshold at FAR 1e-5: exact tiles vs HNSW."
+    )
+
+
 def run(run: Run) -> None:
-    far = run.pick(quick=1e-4, full=1e-5)
-    n_real = 20_000  # the digest's 16000 enrolled + 4000 held out, in both modes
-    run.expect(
-        "partial",
-        reason="All hard constraints hold exactly (zero collisions with the gallery and among virtuals), future "
-        "enrolments collide far below 2 x FAR (~0.2 x FAR), virtuals are on-manifold (realisability ~1.04 vs 0.42 for "
-        "uniform directions) and naive sampling collides; but repulsion is ~1.4-1.5x, not >= 2x, faster than on-manifold "
-        "rejection sampling at virtual/real 2-3. Both methods pay one full scan of gallery + virtuals per candidate; "
-        "on this FAR-calibrated gallery (effective rank ~37) rejection still accepts ~22% of candidates at ratio 2-3 "
-        "and repulsion ~51% per scan, which caps the speed-up at ~2.3x before the cost of the gradient steps. Larger "
-        "repulsion moves raise acceptance to ~0.8 per scan but cost more in steps than they save (tuning runs). The "
-        "advantage grows with density (rejection acceptance decays like exp(-density)), i.e. beyond the tested ratios.",
-    )
-    n_enrolled = int(0.8 * n_real)
-    n_virtual = 3 * n_enrolled  # the digest's ratio ~3 (its full mode goes to 12x; not run here)
-    run.note(
-        f"synthetic gallery: d = 128, {n_enrolled} enrolled + {n_real - n_enrolled} held-out future enrolments, "
-        f"{n_virtual} virtuals (ratio 3), FAR = {far:g}, margin = {MARGIN}"
-        + f"; naive virtual-virtual pairs counted among its first {NAIVE_PAIR_ROWS} rows"
-    )
-    gallery = synthetic_gallery(n_real, 128, random_state=run.seed)
+    far = run.param("far", quick=1e-4, full=1e-5)
+    n_enrolled = run.param("n_enrolled", quick=8000, full=16_000)
+    n_future = run.param("n_future", quick=2000, full=4000)
+    n_virtual = run.param("n_virtual", quick=24_000, full=200_000)
+    run.param("margin", MARGIN)
+    run.param("variance_kept", VARIANCE_KEPT)
+    gallery = synthetic_gallery(n_enrolled + n_future, 128, random_state=run.seed)
     rows, info = _evaluate(run, "synthetic", gallery, n_enrolled, n_virtual, far, run.seed)
     infos = {"synthetic": info}
     _checks(run, info)
@@ -238,17 +306,10 @@ def run(run: Run) -> None:
         rows2, info2 = _evaluate(run, "MiniLM names", emb, n_enr, 3 * n_enr, 1e-4, run.seed)
         rows += rows2
         infos["MiniLM names"] = info2
-        _checks(run, info2, prefix="MiniLM: ")
-        # scale run: 100k new identities against a 10k gallery
-        G = synthetic_gallery(10_000, 128, random_state=run.seed + 7)
-        t0 = time.perf_counter()
-        big = IdentityProvisioner(MARGIN, far=1e-4, variance_kept=VARIANCE_KEPT, random_state=run.seed).fit(G)
-        big.provision(100_000)
-        dt = time.perf_counter() - t0
-        run.metric("scale run: 100k virtual vs 10k gallery, seconds", dt)
-        run.metric("scale run: peak RSS MiB", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
-        run.note(f"scale run: 100000 virtuals against 10000 enrolled in {dt:.0f} s")
+        _checks(run, info2, prefix="minilm_")
+        _ann_threshold_scale(run)
     for label, inf in infos.items():
+        key_prefix = "" if label == "synthetic" else "minilm_"
         for key in (
             "tau",
             "q",
@@ -259,20 +320,28 @@ def run(run: Run) -> None:
             "c_rate",
             "repulsion_accepted_per_scan",
             "rejection_accepted_per_scan",
+            "density_last",
+            "density_naive",
+            "rejection_rows",
         ):
-            run.metric(f"{label}: {key}", inf[key])
+            run.metric(f"{key_prefix}{key}", inf[key])
+    for s_ in info["sweep"]:
+        run.metric(
+            f"uniform_subspace_energy_at_{round(100 * s_['variance_kept'])}", s_["uniform energy / held-out"]
+        )
+        run.metric(f"q_at_{round(100 * s_['variance_kept'])}", s_["q"])
     run.table(
         rows, name="results", caption="Collision rates (exact), realisability and throughput per method."
+    )
+    run.table(
+        [{"gallery": "synthetic", **s_} for s_ in info["sweep"]],
+        name="variance_sweep",
+        caption="The digest's in-subspace energy of uniform directions across the digest's variance range.",
     )
     run.table(
         [{"gallery": lab, **c} for lab, inf in infos.items() for c in inf["curve"]],
         name="throughput_curve",
         caption="Per-batch throughput; rejection sampling measured on the same state with "
-        f"{REJECTION_CANDIDATES} candidates, (accepted + 1) / seconds.",
+        f"{REJECTION_CANDIDATES} candidates, (accepted + 1) / fastest of {REJECTION_REPEATS} repeats.",
     )
     _figure(run, infos)
-    run.note(
-        "Allocator reconstructed from the abstract (full text not public): Gaussian on-manifold candidates, "
-        "softplus repulsion by projected Riemannian gradient descent, hard acceptance; virtuals are kept exactly in "
-        "the real subspace (the lambda -> inf limit of the digest's penalty). GapGen/v-LFW are not reproduced."
-    )
