@@ -6,7 +6,8 @@ NeurIPS 2021, arXiv 2106.02847). The method is reconstructed from our digest; se
 
 Public API: :class:`NavigateAndStop` (the algorithm and its baselines), :func:`oracle_allocation` (the
 characteristic-time allocation over the navigation constraints, cvxpy + Clarabel), :func:`characteristic_time`
-(the bound ``U(M, w)``) and :func:`bound_terms`.
+(the bound ``U(M, w)``), :func:`bound_terms`, and :class:`TabularEnv` (a known MDP behind the gymnasium-style
+``reset``/``step`` interface that :meth:`NavigateAndStop.fit` also accepts for MDPs with unknown transitions).
 """
 
 from .characteristic_time import (
@@ -16,10 +17,18 @@ from .characteristic_time import (
     characteristic_time,
     oracle_allocation,
 )
-from .navigate_and_stop import NavigateAndStop, stopping_threshold, support_path_length
+from .navigate_and_stop import (
+    DiscreteSpace,
+    NavigateAndStop,
+    TabularEnv,
+    stopping_threshold,
+    support_path_length,
+)
 
 __all__ = [
     "NavigateAndStop",
+    "TabularEnv",
+    "DiscreteSpace",
     "oracle_allocation",
     "characteristic_time",
     "bound_terms",

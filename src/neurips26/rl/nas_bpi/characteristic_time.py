@@ -4,8 +4,9 @@ minimiser over the navigation-constrained allocations (the oracle allocation of 
 Follows Al Marjani & Proutiere (KLB-TS, ICML 2021) and Al Marjani, Garivier & Proutiere (MDP-NaS, NeurIPS
 2021, arXiv 2106.02847) as transcribed in our digest; the constants are **reconstructed** from the digest (the
 paper's appendix was not available to us). With ``D(s, a) = V*(s) - Q*(s, a)`` (gap of a sub-optimal pair),
-``D_min = min D``, ``Var(s, a) = Var_{s'~p(.|s,a)} V*(s')`` and ``MD(s, a) = max_{s' in supp p(.|s,a)}
-|V*(s') - E_{p(.|s,a)} V*|``:
+``D_min = min D``, ``Var(s, a) = Var_{s'~p(.|s,a)} V*(s')`` and the one-step span
+``MD(s, a) = max_{s' in S} |V*(s') - E_{p(.|s,a)} V*|``, a maximum over **all** states (the digest's definition,
+and the reference code's ``max(max V - E V, E V - min V)``), not over the support of ``p(.|s, a)``:
 
     T1(s,a) = 2 / D(s,a)^2                                    (reward term)
     T2(s,a) = max(16 Var(s,a) / D(s,a)^2, 6 MD(s,a)^(4/3) / D(s,a)^(4/3))
@@ -19,6 +20,14 @@ paper's appendix was not available to us). With ``D(s, a) = V*(s) - Q*(s, a)`` (
 public implementation has the precedence slip ``x ** 2/3``). With deterministic, known rewards the reward
 terms T1 and T3 are dropped (``reward_terms=False``, the default) [R]: an alternative model cannot change a
 known reward.
+
+Why the span runs over all states: the agent does not know the support of ``p(.|s, a)``. A pair that looks
+deterministic (every visit so far led to the same state) is still confusable with an alternative that puts mass
+on another state, so it still needs samples. With the support-restricted span a deterministic sub-optimal pair
+would get ``H = 0`` and no samples at all, and a pair seen once (a point-mass empirical row) would drop out of the
+stopping statistic. With the span over all states ``MD(s, a) >= (max V* - min V*) / 2 > 0`` for every pair as soon
+as ``V*`` is not constant, so every sub-optimal pair needs a positive share of the samples. When ``V*`` is
+constant the bound vanishes for every allocation and is undefined; :func:`bound_terms` raises there.
 
 The oracle allocation ``w*(M) = argmin_{w in Omega(M)} U(M, w)`` is a convex program over the stationary
 state-action occupation measures
@@ -72,10 +81,14 @@ def _terms_from_values(
         raise ValueError(
             f"the optimal policy is not unique enough: minimum gap {gap_min:.3g} < min_gap={min_gap}"
         )
+    if not np.ptp(V) > 1e-12 * max(1.0, float(np.max(np.abs(V)))):
+        raise ValueError(
+            "V* is constant over the states: U(M, w) vanishes for every allocation and the characteristic-time "
+            "bound is undefined"
+        )
     mean_next = P @ V  # (S, A)
     var = np.maximum(P @ (V**2) - mean_next**2, 0.0)
-    dev = np.abs(V[None, None, :] - mean_next[:, :, None])
-    md = np.where(P > 0, dev, 0.0).max(axis=2)
+    md = np.maximum(V.max() - mean_next, mean_next - V.min())  # max_{s' in S} |V(s') - E_p V|
     one_m = 1.0 - gamma
     safe = np.where(opt, 1.0, gaps)
     T2 = np.maximum(16.0 * var / safe**2, 6.0 * md ** (4.0 / 3.0) / safe ** (4.0 / 3.0))
@@ -94,8 +107,8 @@ def _terms_from_values(
 def bound_terms(mdp: TabularMDP, *, reward_terms: bool = False, min_gap: float = 1e-3) -> BoundTerms:
     """The instance terms ``T1..T4`` of ``U(M, w)`` for ``mdp`` (see the module docstring).
 
-    Raises ``ValueError`` when the MDP has a single action or a near-tie in ``Q*`` (gap below ``min_gap``),
-    where the characteristic time is infinite.
+    Raises ``ValueError`` when the MDP has a single action, a near-tie in ``Q*`` (gap below ``min_gap``), where
+    the characteristic time is infinite, or a constant ``V*``, where the bound is undefined.
     """
     if not isinstance(mdp, TabularMDP):
         raise TypeError(f"mdp must be a TabularMDP, got {type(mdp).__name__}")
@@ -108,14 +121,11 @@ def bound_terms(mdp: TabularMDP, *, reward_terms: bool = False, min_gap: float =
 
 
 def _u_value(terms: BoundTerms, w: np.ndarray) -> float:
-    """``U(M, w)``; a pair with ``H(s, a) = 0`` (nothing to learn there) needs no weight."""
+    """``U(M, w)``; ``inf`` as soon as one pair gets no weight (every pair must be sampled)."""
     opt = terms.optimal_mask
-    need = (~opt) & (terms.H > 0)
-    w_opt = w[opt]
-    if np.any(w[need] <= 0) or (terms.H_star > 0 and np.any(w_opt <= 0)):
+    if np.any(w <= 0):
         return float("inf")
-    sub = float(np.max(terms.H[need] / w[need])) if need.any() else 0.0
-    return sub + (terms.H_star / float(w_opt.min()) if terms.H_star > 0 else 0.0)
+    return float(np.max(terms.H[~opt] / w[~opt])) + terms.H_star / float(w[opt].min())
 
 
 def characteristic_time(
@@ -132,10 +142,47 @@ def characteristic_time(
     return _u_value(terms, w)
 
 
+def _check_size(name: str, value: int, low: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
+        raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+    return int(value)
+
+
+def _check_kernel(P: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
+    """A transition kernel of shape ``(S, A, S)`` with rows on the simplex (a true or an empirical model)."""
+    P = np.asarray(P, dtype=float)
+    S, A = shape
+    if P.shape != (S, A, S):
+        raise ValueError(f"P must have shape (S, A, S) = ({S}, {A}, {S}), got {P.shape}")
+    if not np.all(np.isfinite(P)) or np.any(P < 0):
+        raise ValueError("P must be finite and non-negative")
+    if not np.allclose(P.sum(axis=2), 1.0, atol=1e-8, rtol=0):
+        raise ValueError("P rows must sum to 1 (P[s, a].sum() == 1 for every s, a)")
+    return P
+
+
+def _check_terms(terms: BoundTerms, shape: tuple[int, int]) -> BoundTerms:
+    if not isinstance(terms, BoundTerms):
+        raise TypeError(f"terms must be BoundTerms (from bound_terms), got {type(terms).__name__}")
+    if terms.H.shape != shape:
+        raise ValueError(
+            f"terms must be for a model of shape (S, A) = {shape}, got H of shape {terms.H.shape}"
+        )
+    sub = terms.H[~terms.optimal_mask]
+    if not (np.all(np.isfinite(sub)) and np.all(sub > 0) and np.isfinite(terms.H_star) and terms.H_star > 0):
+        raise ValueError("terms must have finite, positive H on every sub-optimal pair and a positive H_star")
+    return terms
+
+
 class AllocationSolver:
     """Repeated solves of ``min_{w in Omega(M)} U(M, w)`` for models of one shape (cvxpy DPP + Clarabel).
 
-    ``navigation=False`` drops the flow constraints (the generative-model allocation of KLB-TS).
+    Parameters
+    ----------
+    n_states, n_actions : the model's shape (``n_states >= 1``, ``n_actions >= 2``).
+    navigation : keep the flow constraints of ``Omega(M)``; ``False`` gives the generative-model allocation
+        of KLB-TS (minimum of ``U`` over the whole simplex).
+    solver : a cvxpy conic solver that is installed (default Clarabel).
     """
 
     def __init__(
@@ -143,7 +190,15 @@ class AllocationSolver:
     ) -> None:
         import cvxpy as cp
 
-        self.n_states, self.n_actions, self.navigation, self.solver = n_states, n_actions, navigation, solver
+        n_states = _check_size("n_states", n_states, 1)
+        n_actions = _check_size("n_actions", n_actions, 2)
+        if not isinstance(navigation, (bool, np.bool_)):
+            raise TypeError(f"navigation must be a bool, got {type(navigation).__name__}")
+        installed = cp.installed_solvers()
+        if not isinstance(solver, str) or solver.upper() not in installed:
+            raise ValueError(f"solver must be an installed cvxpy solver, one of {installed}; got {solver!r}")
+        self.n_states, self.n_actions = n_states, n_actions
+        self.navigation, self.solver = bool(navigation), solver.upper()
         SA = n_states * n_actions
         self._w = cp.Variable(SA, nonneg=True)
         self._h_sub = cp.Parameter(SA, nonneg=True)
@@ -158,16 +213,18 @@ class AllocationSolver:
         self._problem = cp.Problem(cp.Minimize(objective), cons)
 
     def solve(self, P: np.ndarray, terms: BoundTerms) -> tuple[np.ndarray, float, bool]:
-        """Return ``(w, U(w), ok)``; ``ok`` is False when the solver failed and ``w`` is the generative
-        fallback."""
+        """Return ``(w, U(w), ok)`` for the model ``P`` (true or empirical) and its ``terms``.
+
+        ``ok`` is False when the solver failed or returned an allocation that violates the flow constraints;
+        ``w`` is then the generative closed form (a fallback that ignores navigation).
+        """
         import cvxpy as cp
 
         S, A = self.n_states, self.n_actions
+        P = _check_kernel(P, (S, A))
+        terms = _check_terms(terms, (S, A))
         opt = terms.optimal_mask
-        scale = max(terms.H.max(), terms.H_star)
-        if scale <= 0:  # deterministic transitions: nothing to learn, any allocation has U = 0
-            w = np.full((S, A), 1.0 / (S * A))
-            return w, 0.0, True
+        scale = max(float(terms.H.max()), terms.H_star)  # conditioning: parameters of order one
         self._h_sub.value = (terms.H / scale).reshape(-1)
         self._h_opt.value = np.where(opt, terms.H_star / scale, 0.0).reshape(-1)
         if self.navigation:
@@ -184,7 +241,7 @@ class AllocationSolver:
         if ok:
             w = np.maximum(w, 0.0)
             w /= w.sum()
-            if self.navigation:  # projection check: the flow constraints must hold
+            if self.navigation:  # the flow constraints must hold
                 flow = w.sum(axis=1) - np.einsum("sa,sat->t", w, P)
                 ok = bool(np.max(np.abs(flow)) < 1e-5)
         if not ok:
@@ -200,14 +257,12 @@ def _generative_allocation(terms: BoundTerms) -> np.ndarray:
     conditions) gives, with ``h = sum H``, ``x = sqrt(h) (sqrt(h) + sqrt(S H_star))`` and
     ``y = sqrt(H_star / S) / (sqrt(h) + sqrt(S H_star))``.
     """
-    if max(terms.H.max(), terms.H_star) <= 0:
-        return np.full(terms.H.shape, 1.0 / terms.H.size)
     opt = terms.optimal_mask
     S = opt.shape[0]
     h = float(terms.H[~opt].sum())
     root = np.sqrt(h) + np.sqrt(S * terms.H_star)
     y = np.sqrt(terms.H_star / S) / root
-    w = np.where(opt, y, terms.H / (np.sqrt(h) * root) if h > 0 else 0.0)
+    w = np.where(opt, y, terms.H / (np.sqrt(h) * root))
     return w / w.sum()
 
 

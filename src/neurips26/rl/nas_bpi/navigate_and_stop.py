@@ -10,30 +10,47 @@ arXiv 2106.02847. The whole method below is **reconstructed** from our digest (m
   oracle policy ``pi^o_t(a|s) = w*_t(s,a) / sum_b w*_t(s,b)`` and play ``a_t ~ eps_t uniform + (1 - eps_t)
   bar pi_t`` where ``bar pi_t`` is the Cesaro average of the oracle policies so far and
   ``eps_t = t^(-1/(m+1))``, ``m`` the largest shortest-path length between two states in the MDP's support
-  graph (assumed known, as the connectivity structure is in MDP-NaS).
+  graph (computed from a known MDP; for an environment with unknown transitions, ``S - 1``, the largest value
+  it can take in a communicating MDP, unless the user gives it).
 * Stopping rule (GLR type). Stop at the first test time with ``t / U(M_hat_t, N(t)/t) >= beta(N(t), delta)``,
   ``beta(N, delta) = log(1/delta) + (S-1) sum_{s,a} log(e (1 + N(s,a)/(S-1)))`` ("theoretical"), or the
   heuristic ``log((1 + log t)/delta)`` ("practical", clearly not covered by the delta-PAC analysis).
 * Decision: the greedy optimal policy of ``M_hat_tau``.
 
 Rewards are deterministic and revealed at the first visit of a pair; transitions are estimated by counts (an
-unvisited pair gets a uniform row, and the stopping statistic is 0 until every pair has been visited).
+unvisited pair gets a uniform row).
+
+Under-sampled pairs. The stopping statistic is 0 until every pair has ``min_visits`` visits, and it never lets a
+pair drop out: ``U`` uses the one-step span over all states, so a pair seen once (a point-mass empirical row,
+empirical variance 0) keeps ``H_hat(s, a) >= 6 (span(V_hat) / (2 D_hat))^(4/3) > 0`` and caps the statistic at
+``N(s, a) / H_hat(s, a)``. A test whose empirical model has a tie in ``Q_hat`` or a constant ``V_hat`` (where ``U``
+is undefined) does not stop.
+
+Environments. :meth:`NavigateAndStop.fit` takes a :class:`~neurips26.rl.mdp.TabularMDP` (simulated, fast) or
+any gymnasium-style environment with discrete spaces (``observation_space.n``, ``action_space.n``,
+``reset(seed=...) -> (obs, info)``, ``step(a) -> (obs, reward, terminated, truncated, info)``) whose transitions
+are unknown; :class:`TabularEnv` wraps a known MDP in that interface. The problem is a continuing one: when an
+episodic environment terminates or truncates, it is reset and the reset observation is taken as the next state.
 
 Baselines (``exploration=``): ``"uniform"`` (uniformly random navigation, same stopping rule), ``"oracle"``
-(tracks the true model's ``w*``; idealised), ``"no_forced"`` (NaS without forced exploration, ``eps_t = 0``).
+(tracks the true model's ``w*``; idealised, needs a known MDP), ``"no_forced"`` (NaS without forced exploration,
+``eps_t = 0``).
 """
 
 from __future__ import annotations
 
 import math
 from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-from ..mdp import TabularMDP
-from .characteristic_time import AllocationSolver, _terms_from_values, bound_terms
+from ..mdp import TabularMDP, _check_gamma
+from .characteristic_time import AllocationSolver, _check_size, _terms_from_values, bound_terms
 
-__all__ = ["NavigateAndStop", "support_path_length", "stopping_threshold"]
+__all__ = ["NavigateAndStop", "TabularEnv", "DiscreteSpace", "support_path_length", "stopping_threshold"]
 
 EXPLORATIONS = ("nas", "uniform", "oracle", "no_forced")
 THRESHOLDS = ("theoretical", "practical")
@@ -42,9 +59,14 @@ THRESHOLDS = ("theoretical", "practical")
 def support_path_length(P: np.ndarray) -> int:
     """``m``: the largest shortest-path length between two states in the support graph of ``P`` (BFS).
 
-    Raises ``ValueError`` if some state cannot reach another (the MDP is not communicating).
+    ``P`` has shape ``(S, A, S)``; an edge ``s -> s'`` exists when some action has ``P[s, a, s'] > 0``. Raises
+    ``ValueError`` on a malformed ``P`` or when some state cannot reach another (the MDP is not communicating).
     """
-    P = np.asarray(P)
+    P = np.asarray(P, dtype=float)
+    if P.ndim != 3 or P.shape[0] != P.shape[2] or min(P.shape) < 1:
+        raise ValueError(f"P must have shape (S, A, S) with S, A >= 1, got {P.shape}")
+    if not np.all(np.isfinite(P)) or np.any(P < 0):
+        raise ValueError("P must be finite and non-negative")
     S = P.shape[0]
     adj = [np.flatnonzero((P[s] > 0).any(axis=0)).tolist() for s in range(S)]
     m = 0
@@ -67,18 +89,126 @@ def support_path_length(P: np.ndarray) -> int:
 def stopping_threshold(counts: np.ndarray, delta: float, t: int, kind: str = "theoretical") -> float:
     """The threshold ``beta(N(t), delta)`` of the GLR stopping rule.
 
-    ``theoretical``: ``log(1/delta) + (S-1) sum_{s,a} log(e (1 + N(s,a)/(S-1)))``;
-    ``practical``: ``log((1 + log t)/delta)`` (a heuristic, labelled as such in every report).
+    Parameters
+    ----------
+    counts : ``N(s, a)``, visit counts of shape ``(S, A)`` (finite, non-negative).
+    delta : confidence level in (0, 1).
+    t : the current time (an integer >= 1).
+    kind : ``theoretical``: ``log(1/delta) + (S-1) sum_{s,a} log(e (1 + N(s,a)/(S-1)))``;
+        ``practical``: ``log((1 + log t)/delta)`` (a heuristic, labelled as such in every report).
     """
-    if not (0.0 < delta < 1.0):
-        raise ValueError(f"delta must lie in (0, 1), got {delta}")
-    if kind == "practical":
-        return math.log((1.0 + math.log(max(t, 1))) / delta)
-    if kind != "theoretical":
+    if isinstance(delta, bool) or not isinstance(delta, (int, float, np.floating)) or not (0.0 < delta < 1.0):
+        raise ValueError(f"delta must lie in (0, 1), got {delta!r}")
+    if isinstance(t, bool) or not isinstance(t, (int, np.integer)) or t < 1:
+        raise ValueError(f"t must be an integer >= 1, got {t!r}")
+    if kind not in THRESHOLDS:
         raise ValueError(f"kind must be one of {THRESHOLDS}, got {kind!r}")
-    S = counts.shape[0]
-    k = max(S - 1, 1)
-    return math.log(1.0 / delta) + k * float(np.sum(1.0 + np.log1p(counts / k)))
+    if kind == "practical":
+        return math.log((1.0 + math.log(t)) / delta)
+    N = np.asarray(counts, dtype=float)
+    if N.ndim != 2 or min(N.shape) < 1:
+        raise ValueError(f"counts must be a 2-D array N(s, a) of shape (S, A), got shape {N.shape}")
+    if not np.all(np.isfinite(N)) or np.any(N < 0):
+        raise ValueError("counts must be finite and non-negative")
+    k = max(N.shape[0] - 1, 1)
+    return math.log(1.0 / delta) + k * float(np.sum(1.0 + np.log1p(N / k)))
+
+
+@dataclass(frozen=True)
+class DiscreteSpace:
+    """A finite space ``{0, ..., n - 1}`` (the part of ``gymnasium.spaces.Discrete`` NaS uses)."""
+
+    n: int
+
+    def contains(self, x: Any) -> bool:
+        return isinstance(x, (int, np.integer)) and 0 <= int(x) < self.n
+
+
+class TabularEnv:
+    """A gymnasium-style environment simulating a known :class:`~neurips26.rl.mdp.TabularMDP`.
+
+    ``reset(seed=None) -> (state, info)`` starts at ``initial_state``; ``step(a) -> (next_state, reward,
+    terminated, truncated, info)`` samples ``p(.|s, a)`` and pays ``R[s, a]``; the task is continuing, so
+    ``terminated`` and ``truncated`` are always False. Useful to run code written for environments on an MDP
+    whose answer is known.
+    """
+
+    def __init__(self, mdp: TabularMDP, initial_state: int = 0) -> None:
+        if not isinstance(mdp, TabularMDP):
+            raise TypeError(f"mdp must be a TabularMDP, got {type(mdp).__name__}")
+        if not isinstance(initial_state, (int, np.integer)) or not (0 <= initial_state < mdp.n_states):
+            raise ValueError(f"initial_state must be an integer in [0, {mdp.n_states - 1}]")
+        self.mdp = mdp
+        self.initial_state = int(initial_state)
+        self.observation_space = DiscreteSpace(mdp.n_states)
+        self.action_space = DiscreteSpace(mdp.n_actions)
+        self._cdf = np.cumsum(mdp.P, axis=2)
+        self._rng = np.random.default_rng()
+        self._state: int | None = None
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[int, dict]:
+        if seed is not None:
+            self._rng = np.random.default_rng(seed)
+        self._state = self.initial_state
+        return self._state, {}
+
+    def step(self, action: int) -> tuple[int, float, bool, bool, dict]:
+        if self._state is None:
+            raise RuntimeError("call reset() before step()")
+        if not self.action_space.contains(action):
+            raise ValueError(f"action must be an integer in [0, {self.action_space.n - 1}], got {action!r}")
+        s, a = self._state, int(action)
+        s2 = min(
+            int(np.searchsorted(self._cdf[s, a], self._rng.random(), side="right")), self.mdp.n_states - 1
+        )
+        self._state = s2
+        return s2, float(self.mdp.R[s, a]), False, False, {}
+
+
+def _space_size(env: Any, name: str) -> int:
+    space = getattr(env, name, None)
+    n = getattr(space, "n", None)
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise TypeError(
+            f"env must be a TabularMDP or a gymnasium-style environment with a discrete {name} "
+            f"(an object with an integer attribute n >= 1); got {type(env).__name__}.{name} = {space!r}"
+        )
+    return int(n)
+
+
+def _glr_statistic(
+    P: np.ndarray, V: np.ndarray, Q: np.ndarray, gamma: float, N: np.ndarray, reward_terms: bool
+) -> tuple[float, np.ndarray] | None:
+    """The stopping statistic ``t / U(M_hat, N / t) = 1 / (max_{a != pi(s)} H/N + H_star / min N(s, pi(s)))`` and
+    the greedy policy of the empirical model, or None where ``U`` is undefined (a tie in ``Q_hat``, a constant
+    ``V_hat``). The same terms as :func:`.characteristic_time.bound_terms`, computed lean: it runs every
+    ``stop_every`` steps. Every pair counts (the span runs over all states, so ``H_hat > 0`` off the policy)."""
+    S = Q.shape[0]
+    idx = np.arange(S)
+    pi = Q.argmax(axis=1)
+    gaps = V[:, None] - Q
+    gaps[idx, pi] = np.inf  # optimal pairs: their T2 term below is 0
+    gap_min = float(gaps.min())
+    v_lo, v_hi = float(V.min()), float(V.max())
+    if not (gap_min > 1e-12 and v_hi - v_lo > 1e-12 * max(1.0, abs(v_lo), abs(v_hi))):
+        return None
+    mean = P @ V
+    var = np.maximum(P @ (V * V) - mean * mean, 0.0)
+    md = np.maximum(v_hi - mean, mean - v_lo)
+    H = np.maximum(16.0 * var / gaps**2, 6.0 * (md / gaps) ** (4.0 / 3.0))
+    if reward_terms:
+        H += 2.0 / gaps**2
+    var_star, md_star = float(var[idx, pi].max()), float(md[idx, pi].max())
+    one_m = 1.0 - gamma
+    ratio = md_star / (gap_min * one_m)
+    H_star = min(
+        max(27.0 / (gap_min**2 * one_m**3), 8.0 / (gap_min * one_m**2.5), 14.0 * ratio ** (4.0 / 3.0)),
+        max(16.0 * var_star / (gap_min**2 * one_m**2), 6.0 * ratio ** (4.0 / 3.0)),
+    )
+    if reward_terms:
+        H_star += 2.0 / (gap_min**2 * one_m**2)
+    denom = float((H / N).max()) + H_star / float(N[idx, pi].min())
+    return 1.0 / denom, pi
 
 
 class NavigateAndStop:
@@ -87,19 +217,24 @@ class NavigateAndStop:
     Parameters
     ----------
     delta : confidence level in (0, 1); the answer is wrong with probability at most ``delta``.
-    exploration : ``"nas"`` (C-navigation), ``"uniform"``, ``"oracle"`` (true-model allocation) or
-        ``"no_forced"``.
+    exploration : ``"nas"`` (C-navigation), ``"uniform"``, ``"oracle"`` (true-model allocation; a known MDP
+        only) or ``"no_forced"``.
     threshold : ``"theoretical"`` (the delta-PAC threshold) or ``"practical"`` (the heuristic
         ``log((1 + log t)/delta)``).
     recompute_every : steps between two solves of the allocation program (``K``).
     stop_every : steps between two evaluations of the stopping rule.
     max_steps : budget; a run that has not stopped by then ends with ``stopped_ = False``.
+    min_visits : the stopping rule is evaluated only once every pair has at least this many visits (>= 1).
+    gamma : discount factor in [0, 1); required for an environment, taken from the MDP for a ``TabularMDP``
+        (where a different value is an error).
+    path_length : ``m`` of the forced-exploration rate ``t^(-1/(m+1))``; default: by BFS on a known MDP's
+        support, ``S - 1`` (the largest possible in a communicating MDP) for an environment.
     reward_terms : keep the reward terms T1, T3 in ``U`` (default False: rewards are deterministic and known).
     monitor_deltas : extra confidence levels ``>= delta``; the first time the stopping rule would have fired
         for each is recorded (``crossing_times_``, ``crossing_policies_``) along the same trajectory (the
         sampling rule does not depend on ``delta``), which gives common-random-number comparisons across deltas.
-    initial_state : the state ``s_0``.
-    random_state : seed or ``numpy.random.Generator``.
+    initial_state : the state ``s_0`` of a ``TabularMDP`` (an environment starts where its ``reset`` puts it).
+    random_state : seed or ``numpy.random.Generator`` (an environment is reset once with a seed drawn from it).
 
     Attributes
     ----------
@@ -108,11 +243,13 @@ class NavigateAndStop:
     stopped_ : whether the stopping rule fired within ``max_steps``.
     states_, actions_ : the trajectory ``s_0..s_{tau-1}``, ``a_0..a_{tau-1}``.
     counts_ : ``N(s, a, s')`` at the stop.
+    rewards_ : the rewards ``R[s, a]`` revealed so far (NaN for a pair never visited).
     statistic_ : ``(t, t / U(M_hat_t, N/t))`` at each stopping test.
     crossing_times_, crossing_policies_ : per monitored ``delta`` (including ``delta``).
     oracle_policy_ : the Cesaro-averaged oracle policy at the stop.
     n_allocations_, n_solver_fallbacks_ : allocation solves, and those that fell back to the generative one.
     path_length_ : ``m`` of the forced-exploration rate.
+    n_states_, n_actions_, gamma_ : the problem's sizes and discount.
     """
 
     def __init__(
@@ -124,6 +261,9 @@ class NavigateAndStop:
         recompute_every: int = 200,
         stop_every: int = 10,
         max_steps: int = 1_000_000,
+        min_visits: int = 1,
+        gamma: float | None = None,
+        path_length: int | None = None,
         reward_terms: bool = False,
         monitor_deltas: tuple[float, ...] = (),
         initial_state: int = 0,
@@ -135,18 +275,19 @@ class NavigateAndStop:
         self.recompute_every = recompute_every
         self.stop_every = stop_every
         self.max_steps = max_steps
+        self.min_visits = min_visits
+        self.gamma = gamma
+        self.path_length = path_length
         self.reward_terms = reward_terms
         self.monitor_deltas = monitor_deltas
         self.initial_state = initial_state
         self.random_state = random_state
 
     # --- validation ---------------------------------------------------------------------------------
-    def _validate(self, mdp: TabularMDP) -> tuple[float, list[float]]:
-        if not isinstance(mdp, TabularMDP):
-            raise TypeError(f"mdp must be a TabularMDP, got {type(mdp).__name__}")
-        if mdp.n_actions < 2:
+    def _validate(self, S: int, A: int) -> tuple[float, list[float]]:
+        if A < 2:
             raise ValueError("mdp must have at least 2 actions (n_actions >= 2)")
-        if mdp.n_states < 2:
+        if S < 2:
             raise ValueError("mdp must have at least 2 states (n_states >= 2)")
         delta = self.delta
         if (
@@ -159,14 +300,10 @@ class NavigateAndStop:
             raise ValueError(f"exploration must be one of {EXPLORATIONS}, got {self.exploration!r}")
         if self.threshold not in THRESHOLDS:
             raise ValueError(f"threshold must be one of {THRESHOLDS}, got {self.threshold!r}")
-        for name in ("recompute_every", "stop_every", "max_steps"):
-            val = getattr(self, name)
-            if isinstance(val, bool) or not isinstance(val, (int, np.integer)) or val < 1:
-                raise ValueError(f"{name} must be an integer >= 1, got {val!r}")
-        if not isinstance(self.initial_state, (int, np.integer)) or not (
-            0 <= self.initial_state < mdp.n_states
-        ):
-            raise ValueError(f"initial_state must be an integer in [0, {mdp.n_states - 1}]")
+        for name in ("recompute_every", "stop_every", "max_steps", "min_visits"):
+            _check_size(name, getattr(self, name), 1)
+        if self.path_length is not None:
+            _check_size("path_length", self.path_length, 1)
         if not isinstance(self.reward_terms, (bool, np.bool_)):
             raise TypeError(f"reward_terms must be a bool, got {type(self.reward_terms).__name__}")
         mon = sorted({float(delta), *[float(d) for d in self.monitor_deltas]})
@@ -176,25 +313,81 @@ class NavigateAndStop:
             )
         return float(delta), mon
 
+    def _problem(self, env: Any, rng: np.random.Generator) -> tuple[int, int, float, int, int, Callable, Any]:
+        """Sizes, discount, path length, initial state and the transition sampler of ``env``."""
+        if isinstance(env, TabularMDP):
+            S, A = env.n_states, env.n_actions
+            self._validate(S, A)
+            if self.gamma is not None and _check_gamma(self.gamma) != env.gamma:
+                raise ValueError(
+                    f"gamma={self.gamma} differs from the MDP's discount {env.gamma}; leave it None"
+                )
+            if not isinstance(self.initial_state, (int, np.integer)) or not (0 <= self.initial_state < S):
+                raise ValueError(f"initial_state must be an integer in [0, {S - 1}]")
+            m = support_path_length(env.P) if self.path_length is None else int(self.path_length)
+            cdf_P = np.cumsum(env.P, axis=2).tolist()
+            R = env.R.tolist()
+            last = S - 1
+
+            def transition(s: int, a: int, u: float) -> tuple[int, float]:
+                row = cdf_P[s][a]
+                s2 = 0
+                while s2 < last and u >= row[s2]:
+                    s2 += 1
+                return s2, R[s][a]
+
+            return S, A, env.gamma, m, int(self.initial_state), transition, env
+        if not (callable(getattr(env, "reset", None)) and callable(getattr(env, "step", None))):
+            raise TypeError(
+                "env must be a TabularMDP or a gymnasium-style environment with reset() and step(); "
+                f"got {type(env).__name__}"
+            )
+        S, A = _space_size(env, "observation_space"), _space_size(env, "action_space")
+        self._validate(S, A)
+        if self.gamma is None:
+            raise ValueError("gamma (the discount in [0, 1)) is required for an environment")
+        gamma = _check_gamma(self.gamma)
+        if self.exploration == "oracle":
+            raise ValueError("exploration='oracle' needs the true model: pass a TabularMDP")
+        m = S - 1 if self.path_length is None else int(self.path_length)
+
+        def observe(obs: Any) -> int:
+            if (
+                isinstance(obs, (bool, np.bool_))
+                or not isinstance(obs, (int, np.integer))
+                or not (0 <= obs < S)
+            ):
+                raise ValueError(
+                    f"env returned the observation {obs!r}; expected an integer state in [0, {S - 1}]"
+                )
+            return int(obs)
+
+        def transition(s: int, a: int, u: float) -> tuple[int, float]:
+            obs, reward, terminated, truncated, _ = env.step(a)
+            if terminated or truncated:  # continuing problem: the reset state follows
+                obs, _ = env.reset()
+            return observe(obs), float(reward)
+
+        obs, _ = env.reset(seed=int(rng.integers(2**31 - 1)))
+        return S, A, gamma, max(m, 1), observe(obs), transition, None
+
     # --- the algorithm ------------------------------------------------------------------------------
-    def fit(self, mdp: TabularMDP) -> NavigateAndStop:
-        """Run the algorithm on the environment ``mdp`` (used only to sample transitions and reveal
-        rewards)."""
-        delta, deltas = self._validate(mdp)
-        m = support_path_length(mdp.P)
-        S, A, gamma = mdp.n_states, mdp.n_actions, mdp.gamma
+    def fit(self, env: TabularMDP | Any) -> NavigateAndStop:
+        """Run the algorithm on ``env``: a :class:`~neurips26.rl.mdp.TabularMDP` (used only to sample
+        transitions and reveal rewards) or a gymnasium-style environment with discrete spaces."""
         rng = (
             self.random_state
             if isinstance(self.random_state, np.random.Generator)
             else np.random.default_rng(self.random_state)
         )
-        cdf_P = np.cumsum(mdp.P, axis=2).tolist()
-        R_true = mdp.R
+        S, A, gamma, m, s, transition, mdp = self._problem(env, rng)
+        deltas = self._validate(S, A)[1]
+        check_rewards = mdp is None
         solver = AllocationSolver(S, A, navigation=True) if self.exploration in ("nas", "no_forced") else None
 
         uniform_pi = np.full((S, A), 1.0 / A)
         if self.exploration == "oracle":
-            w_true, _, ok = AllocationSolver(S, A, navigation=True).solve(
+            w_true, _, _ = AllocationSolver(S, A, navigation=True).solve(
                 mdp.P, bound_terms(mdp, reward_terms=self.reward_terms)
             )
             pi_bar = w_true / w_true.sum(axis=1, keepdims=True)
@@ -206,8 +399,8 @@ class NavigateAndStop:
 
         counts = np.zeros((S, A, S))
         N = np.zeros((S, A))
-        seen = np.zeros((S, A), dtype=bool)
-        R_hat = np.zeros((S, A))
+        R_hat = np.full((S, A), np.nan)
+        R_known = np.zeros((S, A))  # revealed rewards, 0 where unknown (the empirical model's placeholder)
         V = np.zeros(S)
         states: list[int] = []
         actions: list[int] = []
@@ -217,10 +410,11 @@ class NavigateAndStop:
         pending = sorted(deltas, reverse=True)  # largest delta fires first
 
         K, T_test, T_max = int(self.recompute_every), int(self.stop_every), int(self.max_steps)
+        min_visits = int(self.min_visits)
+        SA, k_thr = S * A, max(S - 1, 1)  # the theoretical threshold's constants (see stopping_threshold)
         expo = -1.0 / (m + 1)
         forced = self.exploration in ("nas", "oracle")
         uniform_only = self.exploration == "uniform"
-        s = int(self.initial_state)
         t = 0
         block = 4096
         U = rng.random((block, 3)).tolist()
@@ -241,64 +435,67 @@ class NavigateAndStop:
                 a = 0
                 while a < A - 1 and u2 >= row[a]:
                     a += 1
-            row = cdf_P[s][a]
-            s2 = 0
-            while s2 < S - 1 and u3 >= row[s2]:
-                s2 += 1
+            s2, r = transition(s, a, u3)
             states.append(s)
             actions.append(a)
             counts[s, a, s2] += 1.0
+            if N[s, a] == 0:
+                R_hat[s, a] = R_known[s, a] = r
+            elif check_rewards and abs(r - R_hat[s, a]) > 1e-9 * (1.0 + abs(R_hat[s, a])):
+                raise ValueError(
+                    f"rewards must be deterministic: the pair (s={s}, a={a}) paid {R_hat[s, a]!r} and then {r!r}"
+                )
             N[s, a] += 1.0
-            if not seen[s, a]:
-                seen[s, a] = True
-                R_hat[s, a] = R_true[s, a]
             s = s2
 
             if solver is not None and t % K == 0:
                 P_hat = self._empirical(counts, N)
-                V, Q = self._values(P_hat, R_hat, gamma, V)
+                V, Q = self._values(P_hat, R_known, gamma, V)
                 try:
                     terms = _terms_from_values(P_hat, V, Q, gamma, self.reward_terms, 1e-12)
                     w, _, ok = solver.solve(P_hat, terms)
                     n_fallback += not ok
-                    pi_o = w / np.maximum(w.sum(axis=1, keepdims=True), 1e-300)
-                    pi_o[w.sum(axis=1) <= 0] = 1.0 / A
-                except ValueError:  # a tie in the empirical Q*: keep exploring uniformly this round
+                    pi_o = w / w.sum(axis=1, keepdims=True)
+                except ValueError:  # a tie in Q_hat or a constant V_hat: keep exploring uniformly this round
                     pi_o = uniform_pi
                 n_alloc += 1
                 pi_sum += pi_o
                 pi_bar = pi_sum / n_alloc
                 cdf_pi = np.cumsum(pi_bar, axis=1).tolist()
 
-            if t % T_test == 0 and seen.all():
+            if t % T_test == 0 and N.min() >= min_visits:
                 P_hat = self._empirical(counts, N)
-                V, Q = self._values(P_hat, R_hat, gamma, V)
-                try:
-                    terms = _terms_from_values(P_hat, V, Q, gamma, self.reward_terms, 1e-12)
-                except ValueError:
+                V, Q = self._values(P_hat, R_known, gamma, V)
+                stat = _glr_statistic(P_hat, V, Q, gamma, N, self.reward_terms)
+                if stat is None:  # U undefined on this empirical model (tie or constant V_hat): no stop
                     continue
-                opt = terms.optimal_mask
-                denom = float(np.max(np.where(opt, 0.0, terms.H / N))) + terms.H_star / float(N[opt].min())
-                Z = math.inf if denom <= 0 else 1.0 / denom  # = t / U(M_hat, N / t)
+                Z, policy = stat
                 statistic.append((t, Z))
-                while pending and Z >= stopping_threshold(N, pending[0], t, self.threshold):
+                if self.threshold == "theoretical":
+                    base = k_thr * (SA + float(np.log1p(N / k_thr).sum()))
+                    beta = [math.log(1.0 / d) + base for d in pending]
+                else:
+                    beta = [math.log((1.0 + math.log(t)) / d) for d in pending]
+                while pending and Z >= beta[0]:
                     d = pending.pop(0)
+                    beta.pop(0)
                     crossing_t[d] = t
-                    crossing_pi[d] = terms.policy.copy()
+                    crossing_pi[d] = policy
                 if not pending:
-                    decision = terms.policy.copy()
+                    decision = policy
                     break
 
         self.stopped_ = decision is not None
         if decision is None:
             P_hat = self._empirical(counts, N)
-            _, Q = self._values(P_hat, R_hat, gamma, V)
+            _, Q = self._values(P_hat, R_known, gamma, V)
             decision = np.argmax(Q, axis=1)
         self.policy_ = decision
         self.stopping_time_ = t
         self.states_ = np.asarray(states, dtype=np.int64)
         self.actions_ = np.asarray(actions, dtype=np.int64)
         self.counts_ = counts
+        self.rewards_ = R_hat
         self.statistic_ = np.asarray(statistic, dtype=float).reshape(-1, 2)
         self.crossing_times_ = crossing_t
         self.crossing_policies_ = crossing_pi
@@ -306,7 +503,18 @@ class NavigateAndStop:
         self.n_allocations_ = n_alloc
         self.n_solver_fallbacks_ = n_fallback
         self.path_length_ = m
+        self.n_states_, self.n_actions_, self.gamma_ = S, A, gamma
         return self
+
+    def predict(self, states: int | np.ndarray) -> int | np.ndarray:
+        """The identified policy's action in each state."""
+        if not hasattr(self, "policy_"):
+            raise RuntimeError("this NavigateAndStop is not fitted yet: call fit(env) first")
+        idx = np.asarray(states)
+        if not np.issubdtype(idx.dtype, np.integer) or np.any(idx < 0) or np.any(idx >= self.n_states_):
+            raise ValueError(f"states must be integers in [0, {self.n_states_ - 1}], got {states!r}")
+        out = self.policy_[idx]
+        return int(out) if np.ndim(out) == 0 else out
 
     @staticmethod
     def _empirical(counts: np.ndarray, N: np.ndarray) -> np.ndarray:
