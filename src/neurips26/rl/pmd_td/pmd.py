@@ -16,7 +16,8 @@ PMD step with step size ``lambda`` (closed form of the KL-proximal step), per st
     log dpi_{n+1}/dmu = (log dpi_n/dmu - lambda Qhat_n) / (1 + lambda tau) - log Z_n(s).
 
 With a linear critic ``Qhat = Phi theta`` the log-density stays linear in the features,
-``log dpi/dmu = Phi psi - log Z`` with ``psi_{n+1} = (psi_n - lambda theta_n) / (1 + lambda tau)``.
+``log dpi/dmu = Phi psi - log Z`` with ``psi_{n+1} = (psi_n - lambda theta_n) / (1 + lambda tau)``. The limit
+``lambda = inf`` is soft policy iteration, ``log dpi_{n+1}/dmu = -Qhat_n / tau - log Z_n``.
 
 Critic: expected ("mean-path") semi-gradient TD(0) under a state-action sampling distribution ``rho``,
 
@@ -30,13 +31,14 @@ Schedules of TD steps per policy step: ``m_n = 1`` (single-loop actor-critic), c
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 from scipy.special import logsumexp
 
-from ..mdp import TabularMDP, _check_mu, policy_evaluation, soft_value_iteration
+from ..mdp import TabularMDP, _check_mu, check_policy, policy_evaluation, soft_value_iteration
 
 __all__ = ["policy_mirror_descent", "td_schedule", "regularised_gap"]
 
@@ -45,7 +47,8 @@ def td_schedule(td_steps: int | str | Callable[[int], int], td_scale: float = 1.
     """The number of TD steps ``m_n`` before policy step ``n`` (n = 0, 1, ...).
 
     ``td_steps`` is an int (constant), ``"log"`` (``ceil(td_scale log(n + 2))``), ``"linear"``
-    (``ceil(td_scale (n + 1))``) or a callable ``n -> m_n``.
+    (``ceil(td_scale (n + 1))``) or a callable ``n -> m_n`` returning integers >= 1 (checked at every call; a
+    fractional or smaller value raises ``ValueError``). ``td_scale`` multiplies the two named schedules only.
     """
     if not (np.isfinite(td_scale) and td_scale > 0):
         raise ValueError(f"td_scale must be a positive finite number, got {td_scale}")
@@ -56,7 +59,17 @@ def td_schedule(td_steps: int | str | Callable[[int], int], td_scale: float = 1.
             return lambda n: max(1, math.ceil(td_scale * (n + 1)))
         raise ValueError(f"td_steps must be a positive int, 'log', 'linear' or a callable, got {td_steps!r}")
     if callable(td_steps):
-        return lambda n: int(td_steps(n))
+
+        def checked(n: int) -> int:
+            m = td_steps(n)
+            integral = isinstance(m, (int, np.integer)) or (
+                isinstance(m, (float, np.floating)) and float(m).is_integer()
+            )
+            if isinstance(m, (bool, np.bool_)) or not integral or m < 1:
+                raise ValueError(f"td_steps schedule must return integers >= 1, got {m!r} at n = {n}")
+            return int(m)
+
+        return checked
     if isinstance(td_steps, bool) or not isinstance(td_steps, (int, np.integer)) or td_steps < 1:
         raise ValueError(f"td_steps must be a positive int, 'log', 'linear' or a callable, got {td_steps!r}")
     m = int(td_steps)
@@ -100,6 +113,24 @@ def _sampled_td(
     return theta
 
 
+def _check_distribution(x: np.ndarray | None, size: int, name: str) -> np.ndarray:
+    """A probability vector of length ``size`` (uniform when None)."""
+    if x is None:
+        return np.full(size, 1.0 / size)
+    x = np.asarray(x, dtype=float)
+    if x.shape != (size,) or not np.all(np.isfinite(x)) or np.any(x < 0) or not np.isclose(x.sum(), 1.0):
+        raise ValueError(
+            f"{name} must be a probability vector of shape ({size},) (entries >= 0 summing to 1)"
+        )
+    return x
+
+
+def _is_default(value: Any, default: Any) -> bool:
+    if default is None or value is None:
+        return value is default
+    return isinstance(value, (int, float, str)) and not isinstance(value, bool) and value == default
+
+
 def regularised_gap(
     mdp: TabularMDP,
     policy: np.ndarray,
@@ -109,12 +140,33 @@ def regularised_gap(
     rho0: np.ndarray | None = None,
     V_star: np.ndarray | None = None,
 ) -> float:
-    """Value gap ``G = <rho0, V_tau^pi - V_tau^*>`` in cost form (``>= 0``), i.e. ``<rho0, V*_r -
-    V^pi_r>``."""
+    """Value gap ``G = <rho0, V_tau^pi - V_tau^*>`` in cost form (``>= 0``), i.e. ``<rho0, V*_r - V^pi_r>``.
+
+    Parameters
+    ----------
+    mdp : the MDP (rewards; costs ``c = -R``).
+    policy : ``pi[s, a]`` (rows on the simplex) or a deterministic policy (integer actions of shape ``(S,)``).
+    tau : KL-regularisation strength ``> 0``.
+    mu : reference measure on actions (default uniform).
+    rho0 : initial-state distribution (default uniform).
+    V_star : the regularised optimal values (reward form) if already known; default by soft value iteration.
+    """
+    if not isinstance(mdp, TabularMDP):
+        raise TypeError(f"mdp must be a TabularMDP, got {type(mdp).__name__}")
+    if isinstance(tau, bool) or not isinstance(tau, (int, float, np.integer, np.floating)):
+        raise TypeError("tau must be a real number > 0")
+    if not (np.isfinite(tau) and tau > 0):
+        raise ValueError(f"tau must be a positive finite number, got {tau}")
+    pi = check_policy(policy, mdp.n_states, mdp.n_actions)
+    mu_ = _check_mu(mu, mdp.n_actions)
+    rho0 = _check_distribution(rho0, mdp.n_states, "rho0")
     if V_star is None:
-        V_star = soft_value_iteration(mdp, tau, mu=mu)[0]
-    rho0 = np.full(mdp.n_states, 1.0 / mdp.n_states) if rho0 is None else rho0
-    V_pi = policy_evaluation(mdp, policy, tau=tau, mu=mu)[0]
+        V_star = soft_value_iteration(mdp, tau, mu=mu_)[0]
+    else:
+        V_star = np.asarray(V_star, dtype=float)
+        if V_star.shape != (mdp.n_states,) or not np.all(np.isfinite(V_star)):
+            raise ValueError(f"V_star must be a finite array of shape ({mdp.n_states},)")
+    V_pi = policy_evaluation(mdp, pi, tau=tau, mu=mu_)[0]
     return float(rho0 @ (V_star - V_pi))
 
 
@@ -143,11 +195,13 @@ def policy_mirror_descent(
     ----------
     mdp : the MDP (rewards; costs are ``c = -R``).
     tau : entropy (KL to ``mu``) regularisation strength, ``> 0``.
-    step_size : PMD step ``lambda > 0``.
+    step_size : PMD step ``lambda > 0``; ``numpy.inf`` gives soft policy iteration.
     n_iter : number of policy steps ``N``.
     critic : ``"exact"`` (``Qhat_n = Q_tau^{pi_n}``, tabular policy) or ``"td"`` (linear TD critic).
     features : ``Phi`` of shape ``(S * A, d)`` (row ``s * A + a``) for the TD critic; default one-hot
-    (tabular). td_steps, td_scale : the TD-step schedule, see :func:`td_schedule`.
+    (tabular). With one-hot features, uniform ``rho`` and the default ``td_step_size`` one TD step is exactly
+    one Bellman backup ``theta <- T^pi theta``; with any other features it is not.
+    td_steps, td_scale : the TD-step schedule, see :func:`td_schedule`.
     td_step_size : TD step ``beta > 0``; default ``1 / lambda_max(Phi^T D_rho Phi)``.
     rho : sampling distribution over ``(s, a)`` for the expected TD update, shape ``(S, A)``; default uniform.
     mu : reference measure on actions (default uniform); ``pi_0 = mu``.
@@ -163,14 +217,23 @@ def policy_mirror_descent(
     Returns
     -------
     pi : final policy ``(S, A)``, and the log when ``log=True``.
+
+    With ``critic="exact"`` the critic parameters (``features``, ``rho``, ``td_steps``, ``td_scale``,
+    ``td_step_size``, ``td_mode``, ``td_batch_size``, ``random_state``) have no effect; passing any of them
+    raises a ``UserWarning`` naming them.
     """
     if not isinstance(mdp, TabularMDP):
         raise TypeError(f"mdp must be a TabularMDP, got {type(mdp).__name__}")
     for name, val in (("tau", tau), ("step_size", step_size)):
         if isinstance(val, bool) or not isinstance(val, (int, float, np.integer, np.floating)):
             raise TypeError(f"{name} must be a real number > 0")
-        if not (np.isfinite(val) and val > 0):
-            raise ValueError(f"{name} must be a positive finite number, got {val}")
+    if not (np.isfinite(tau) and tau > 0):
+        raise ValueError(f"tau must be a positive finite number, got {tau}")
+    if not (step_size > 0 and not np.isnan(step_size)):
+        raise ValueError(
+            f"step_size must be a positive number (numpy.inf: soft policy iteration), got {step_size}"
+        )
+    soft_pi = bool(np.isinf(step_size))
     if isinstance(n_iter, bool) or not isinstance(n_iter, (int, np.integer)) or n_iter < 1:
         raise ValueError(f"n_iter must be an integer >= 1, got {n_iter!r}")
     if td_mode not in ("expected", "sampled"):
@@ -183,15 +246,28 @@ def policy_mirror_descent(
         raise ValueError(f"td_batch_size must be an integer >= 1, got {td_batch_size!r}")
     if critic not in ("exact", "td"):
         raise ValueError(f"critic must be 'exact' or 'td', got {critic!r}")
+    if critic == "exact":
+        td_args = {
+            "features": (features, None),
+            "rho": (rho, None),
+            "td_steps": (td_steps, 1),
+            "td_scale": (td_scale, 1.0),
+            "td_step_size": (td_step_size, None),
+            "td_mode": (td_mode, "expected"),
+            "td_batch_size": (td_batch_size, 256),
+            "random_state": (random_state, None),
+        }
+        ignored = [k for k, (v, default) in td_args.items() if not _is_default(v, default)]
+        if ignored:
+            warnings.warn(
+                f"critic='exact' ignores {', '.join(ignored)} (they configure the TD critic; use critic='td')",
+                UserWarning,
+                stacklevel=2,
+            )
     S, A, g = mdp.n_states, mdp.n_actions, mdp.gamma
     mu_ = _check_mu(mu, A)
     log_mu = np.log(mu_)
-    if rho0 is None:
-        rho0 = np.full(S, 1.0 / S)
-    else:
-        rho0 = np.asarray(rho0, dtype=float)
-        if rho0.shape != (S,) or np.any(rho0 < 0) or not np.isclose(rho0.sum(), 1.0):
-            raise ValueError(f"rho0 must be a probability vector of shape ({S},)")
+    rho0 = _check_distribution(rho0, S, "rho0")
     c = -mdp.R
     schedule = td_schedule(td_steps, td_scale)
 
@@ -250,11 +326,9 @@ def policy_mirror_descent(
             Qhat = -Q_r
             if log:
                 record(pi, ell, Qhat)
-            z = (ell - step_size * Qhat) / (1.0 + step_size * tau)
+            z = -Qhat / tau if soft_pi else (ell - step_size * Qhat) / (1.0 + step_size * tau)
         else:
             m = schedule(n)
-            if m < 1:
-                raise ValueError(f"td_steps schedule must return integers >= 1, got {m} at n = {n}")
             soft_next = np.sum(pi * (tau * ell), axis=1)  # E_{a'~pi} tau log dpi/dmu(a'|s')
             if td_mode == "expected":
                 for _ in range(m):
@@ -273,7 +347,7 @@ def policy_mirror_descent(
             if log:
                 record(pi, ell, Qhat)
                 steps.append(m)
-            psi = (psi - step_size * theta) / (1.0 + step_size * tau)
+            psi = -theta / tau if soft_pi else (psi - step_size * theta) / (1.0 + step_size * tau)
             z = (Phi @ psi).reshape(S, A)
         ell, pi = _policy_from_logits(z, log_mu)
         if not np.all(np.isfinite(pi)):
