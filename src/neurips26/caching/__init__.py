@@ -1,4 +1,4 @@
-"""Caching: delayed-hit caching simulator and policies (UCB-DH, LA-FTPL, baselines)."""
+"""Caching: delayed-hit caching simulator and policies (UCB-DH, LA-FTPL, baselines), trace readers."""
 
 from .._lazy import attach
 
@@ -7,14 +7,19 @@ _EXPORTS = {
     for name in (
         "simulate",
         "SimulationResult",
+        "Policy",
+        "CacheView",
+        "HIT",
+        "DELAYED_HIT",
+        "MISS",
         "LRU",
+        "FIFO",
         "LFU",
         "Marker",
         "LRUMAD",
         "UCBDH",
         "LAFTPL",
         "BestStatic",
-        "Policy",
         "make_policy",
         "shadow_losses",
         "shadow_value",
@@ -22,8 +27,12 @@ _EXPORTS = {
         "best_static_latency",
         "static_regret",
         "Trace",
+        "encode_ids",
         "make_trace",
         "zipf_probabilities",
+        "read_csv_trace",
+        "read_oracle_general",
+        "write_oracle_general",
     )
 }
 __getattr__, __dir__, __all__ = attach(__name__, _EXPORTS)
