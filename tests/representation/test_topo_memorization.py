@@ -14,6 +14,7 @@ from neurips26.harness.testing import assert_quick_verdict
 from neurips26.representation.topo_memorization import (
     NoiseSeverityCalibrator,
     TopologicalMemorizationTracker,
+    TopologyMonitor,
     activation_variance,
     cohens_d,
     corrupt_labels,
@@ -26,8 +27,10 @@ from neurips26.representation.topo_memorization import (
     modular_addition_data,
     normalize_cloud,
     partial_correlation,
+    penultimate_features,
     per_class_h1,
     persistence_diagrams,
+    persistence_trajectory,
     stratified_probe_index,
     topological_summary,
     twonn_dimension,
@@ -157,6 +160,129 @@ def test_activation_variance_and_cohens_d():
 def test_persistence_bad_input(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+def test_ripser_options_pass_through():
+    X = _circle(80, seed=6)
+    full = persistence_diagrams(X, normalize="none")
+    diam = pdist(X).max()
+    # a threshold beyond the diameter and a "subsample" of every point change nothing
+    for d_full, d_thr in zip(full, persistence_diagrams(X, normalize="none", thresh=diam + 1.0)):
+        np.testing.assert_allclose(np.sort(d_full, axis=0), np.sort(d_thr, axis=0))
+    for d_full, d_perm in zip(full, persistence_diagrams(X, normalize="none", n_perm=80)):
+        np.testing.assert_allclose(np.sort(d_full, axis=0), np.sort(d_perm, axis=0))
+    # a threshold below the loop's death leaves its bar unfinished (death = inf), so the finite total drops
+    life = full[1][:, 1] - full[1][:, 0]
+    death = full[1][np.argmax(life), 1]
+    cut = persistence_diagrams(X, normalize="none", thresh=0.9 * death)[1]
+    assert np.isinf(cut[:, 1]).sum() == 1
+    assert topological_summary(X, normalize="none", thresh=0.9 * death)["h1_max"] < life.max()
+    # a greedy subsample of 30 points still sees the one loop; H0 then has 30 bars
+    sub = persistence_diagrams(X, normalize="none", n_perm=30)
+    assert _long_bars(sub[1], 0.8) == 1 and len(sub[0]) == 30
+    assert h1_total_persistence(X, normalize="none", n_perm=30) > 1.0
+
+
+@pytest.mark.parametrize(
+    ("kw", "match"),
+    [
+        ({"thresh": 0.0}, "thresh"),
+        ({"n_perm": 1}, "n_perm"),
+        ({"n_perm": 500}, "n_perm"),
+        ({"coeff": 4}, "coeff"),
+    ],
+)
+def test_ripser_options_bad_input(kw, match):
+    with pytest.raises(ValueError, match=match):
+        persistence_diagrams(_RAND, **kw)
+
+
+# --- any torch model, hooks and precomputed embeddings ---------------------------------------------------------
+def _user_model(n_in=6, n_classes=4):
+    torch.manual_seed(0)
+    return torch.nn.Sequential(
+        torch.nn.Linear(n_in, 12),
+        torch.nn.Tanh(),
+        torch.nn.Linear(12, 5),
+        torch.nn.ReLU(),
+        torch.nn.Linear(5, n_classes),
+    )
+
+
+def test_penultimate_features_hook_matches_manual_forward():
+    model = _user_model()
+    X = torch.randn(30, 6)
+    want = model[:4](X).detach().numpy()  # the input of the last Linear
+    np.testing.assert_allclose(penultimate_features(model, X, batch_size=7), want, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        penultimate_features(model, X, layer="1"), model[:2](X).detach().numpy(), rtol=1e-5, atol=1e-6
+    )
+    model.train()
+    penultimate_features(model, X)
+    assert model.training  # mode restored
+    with pytest.raises(ValueError, match="layer"):
+        penultimate_features(model, X, layer="head")
+    with pytest.raises(ValueError, match="nn.Linear"):
+        penultimate_features(torch.nn.Sequential(torch.nn.ReLU()), X)
+    with pytest.raises(TypeError, match="model"):
+        penultimate_features(lambda x: x, X)
+
+
+def test_tracker_trains_a_user_model_and_hooks_its_penultimate_layer():
+    X, y = _small_data()
+    user = _user_model()
+    before = [p.detach().clone() for p in user.parameters()]
+    tr = _small_tracker(module=user).fit(X, y)
+    assert all(torch.equal(a, b) for a, b in zip(before, user.parameters()))  # a copy is trained
+    feats = tr.transform(X[tr.probe_index_])
+    assert feats.shape == (40, 5)
+    np.testing.assert_allclose(
+        feats,
+        tr.model_[:4](torch.as_tensor(X[tr.probe_index_], dtype=torch.float32)).detach().numpy(),
+        rtol=1e-5,
+        atol=1e-6,
+    )
+    assert tr.h1_total_[-1] == pytest.approx(h1_total_persistence(feats), rel=1e-5, abs=1e-7)
+    assert tr.score(X, y) > 0.5
+    named = _small_tracker(module=user, layer="1", n_perm=20).fit(X, y)
+    assert named.transform(X[:3]).shape == (3, 12) and named.history_[-1]["n_points"] == 40
+    with pytest.raises(ValueError, match="logits"):
+        _small_tracker(module=_user_model(n_classes=3)).fit(X, y)
+    with pytest.raises(TypeError, match="module"):
+        _small_tracker(module="mlp").fit(X, y)
+    with pytest.raises(ValueError, match="n_perm"):
+        _small_tracker(n_perm=1000).fit(X, y)
+
+
+def test_precomputed_embeddings_and_monitor_in_a_user_loop():
+    rng = np.random.default_rng(2)
+    clouds = {e: rng.normal(size=(25, 4)) * (1 + e) for e in (1, 2, 4)}
+    hist = persistence_trajectory(clouds, compute_id=False)
+    assert [h["epoch"] for h in hist] == [1, 2, 4]
+    for h, (_, cloud) in zip(hist, sorted(clouds.items())):
+        want = topological_summary(cloud)
+        assert h["h1_total"] == pytest.approx(want["h1_total"]) and h["h0_total"] == pytest.approx(
+            want["h0_total"]
+        )
+    seq = persistence_trajectory(list(clouds.values()), epochs=[1, 2, 4], compute_id=False, n_perm=10)
+    assert seq[0]["h0_count"] == 9  # greedy subsample of 10 points
+    with pytest.raises(ValueError, match="probe size"):
+        persistence_trajectory([rng.normal(size=(25, 4)), rng.normal(size=(20, 4))])
+    with pytest.raises(ValueError, match="epochs"):
+        persistence_trajectory([rng.normal(size=(25, 4))], epochs=[1, 2])
+    # a monitor attached to a user's own loop
+    model, Xp = _user_model(), torch.randn(30, 6)
+    mon = TopologyMonitor(Xp, thresh=10.0)
+    for epoch in (1, 2):
+        mon.record(epoch, model=model, val_loss=0.5 / epoch)
+    assert mon.column("val_loss").tolist() == [0.5, 0.25] and mon.history_[0]["n_points"] == 30
+    assert mon.history_[0]["h1_total"] == pytest.approx(h1_total_persistence(penultimate_features(model, Xp)))
+    with pytest.raises(ValueError, match="exactly one"):
+        mon.record(3)
+    with pytest.raises(ValueError, match="probe"):
+        TopologyMonitor().record(1, model=model)
+    with pytest.raises(ValueError, match="normalize"):
+        TopologyMonitor(normalize="max")
 
 
 # --- noise -------------------------------------------------------------------------------------------------

@@ -4,6 +4,9 @@ from .._lazy import attach
 
 _EXPORTS = {
     "TopologicalMemorizationTracker": ".topo_memorization",
+    "TopologyMonitor": ".topo_memorization",
+    "penultimate_features": ".topo_memorization",
+    "persistence_trajectory": ".topo_memorization",
     "NoiseSeverityCalibrator": ".topo_memorization",
     "PenultimateMLP": ".topo_memorization",
     "h1_total_persistence": ".topo_memorization",

@@ -21,12 +21,22 @@ from .persistence import (
     topological_summary,
     twonn_dimension,
 )
-from .tracker import PenultimateMLP, TopologicalMemorizationTracker, crossover_epoch, stratified_probe_index
+from .tracker import (
+    PenultimateMLP,
+    TopologicalMemorizationTracker,
+    TopologyMonitor,
+    crossover_epoch,
+    penultimate_features,
+    penultimate_layer,
+    persistence_trajectory,
+    stratified_probe_index,
+)
 
 __all__ = [
     "NoiseSeverityCalibrator",
     "PenultimateMLP",
     "TopologicalMemorizationTracker",
+    "TopologyMonitor",
     "activation_variance",
     "cohens_d",
     "corrupt_labels",
@@ -39,8 +49,11 @@ __all__ = [
     "modular_addition_data",
     "normalize_cloud",
     "partial_correlation",
+    "penultimate_features",
+    "penultimate_layer",
     "per_class_h1",
     "persistence_diagrams",
+    "persistence_trajectory",
     "stratified_probe_index",
     "topological_summary",
     "twonn_dimension",

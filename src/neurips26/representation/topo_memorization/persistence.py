@@ -60,16 +60,44 @@ def normalize_cloud(X, normalize: str = "l2") -> np.ndarray:
     return X.copy()
 
 
-def persistence_diagrams(X, maxdim: int = 1, normalize: str = "l2") -> list[np.ndarray]:
+def _check_ripser_options(thresh, n_perm, coeff, n_points: int) -> None:
+    if not isinstance(thresh, numbers.Real) or isinstance(thresh, bool) or np.isnan(thresh) or thresh <= 0:
+        raise ValueError(f"thresh must be a positive float (np.inf for the full filtration), got {thresh!r}")
+    if n_perm is not None and (
+        isinstance(n_perm, bool) or not isinstance(n_perm, numbers.Integral) or not 2 <= n_perm <= n_points
+    ):
+        raise ValueError(f"n_perm must be None or an integer in [2, n_points = {n_points}], got {n_perm!r}")
+    if isinstance(coeff, bool) or not isinstance(coeff, numbers.Integral) or coeff < 2:
+        raise ValueError(f"coeff must be a prime integer >= 2, got {coeff!r}")
+    if any(coeff % p == 0 for p in range(2, int(coeff**0.5) + 1)):
+        raise ValueError(f"coeff must be a prime integer >= 2, got {coeff!r}")
+
+
+def persistence_diagrams(
+    X,
+    maxdim: int = 1,
+    normalize: str = "l2",
+    *,
+    thresh: float = np.inf,
+    n_perm: int | None = None,
+    coeff: int = 2,
+) -> list[np.ndarray]:
     """Vietoris-Rips persistence diagrams ``[D_0, ..., D_maxdim]`` of the rows of ``X`` (ripser).
 
-    Each diagram is an ``(m, 2)`` array of (birth, death); H0 keeps its infinite bar (death = inf).
+    Each diagram is an ``(m, 2)`` array of (birth, death); H0 keeps its infinite bar (death = inf). ripser's
+    options pass through: ``thresh`` stops the filtration at that distance (bars alive there get death = inf,
+    and the summaries of equation (1) drop them), ``n_perm`` computes on a greedy (furthest-point) subsample of
+    that many points (faster; ripser bounds the error by the covering radius), ``coeff`` is the prime field.
     """
     if not isinstance(maxdim, numbers.Integral) or not 0 <= maxdim <= 2:
         raise ValueError(f"maxdim must be an integer in [0, 2], got {maxdim!r}")
     Xn = normalize_cloud(X, normalize)
+    _check_ripser_options(thresh, n_perm, coeff, Xn.shape[0])
     D = squareform(pdist(Xn))
-    return [np.asarray(d, dtype=float) for d in ripser(D, maxdim=int(maxdim), distance_matrix=True)["dgms"]]
+    out = ripser(
+        D, maxdim=int(maxdim), distance_matrix=True, thresh=float(thresh), n_perm=n_perm, coeff=int(coeff)
+    )
+    return [np.asarray(d, dtype=float) for d in out["dgms"]]
 
 
 def diagram_summary(diagram) -> dict[str, float]:
@@ -92,22 +120,23 @@ def diagram_summary(diagram) -> dict[str, float]:
     }
 
 
-def topological_summary(X, maxdim: int = 1, normalize: str = "l2") -> dict[str, float]:
+def topological_summary(X, maxdim: int = 1, normalize: str = "l2", **ripser_options) -> dict[str, float]:
     """The paper's signal and its H0 contrast for one point cloud.
 
     Returns ``{"h0_total", "h0_count", "h0_max", "h1_total", "h1_count", "h1_max", ...}`` (up to ``maxdim``),
-    equation (1) per homology dimension.
+    equation (1) per homology dimension. ``ripser_options`` (``thresh``, ``n_perm``, ``coeff``) pass through to
+    :func:`persistence_diagrams`.
     """
     out: dict[str, float] = {}
-    for k, dgm in enumerate(persistence_diagrams(X, maxdim=maxdim, normalize=normalize)):
+    for k, dgm in enumerate(persistence_diagrams(X, maxdim=maxdim, normalize=normalize, **ripser_options)):
         for key, value in diagram_summary(dgm).items():
             out[f"h{k}_{key}"] = value
     return out
 
 
-def h1_total_persistence(X, normalize: str = "l2") -> float:
+def h1_total_persistence(X, normalize: str = "l2", **ripser_options) -> float:
     """Total H1 persistence ``P_1`` of the Rips filtration of ``X`` (the paper's signal)."""
-    return topological_summary(X, maxdim=1, normalize=normalize)["h1_total"]
+    return topological_summary(X, maxdim=1, normalize=normalize, **ripser_options)["h1_total"]
 
 
 def per_class_h1(X, labels, normalize: str = "median", min_points: int = 5) -> float:
