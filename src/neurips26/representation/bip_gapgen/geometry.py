@@ -18,6 +18,7 @@ import numpy as np
 # float32 rounding of a dot product of two unit vectors of dimension <= 4096 stays far below this band
 _F32_BAND = 1e-4
 _UNIT_TOL = 1e-4
+_MAX_TILE_BYTES = 128 * 2**20  # float32 similarity tiles of count_collisions
 
 
 def check_unit_rows(X: object, name: str, *, allow_empty: bool = False) -> np.ndarray:
@@ -277,6 +278,7 @@ def count_collisions(
         rb = np.zeros(B.shape[0])
     ca32, cb32 = ca.astype(np.float32), cb.astype(np.float32)
     rb_max = float(rb.max())
+    block = max(1, min(int(block), _MAX_TILE_BYTES // (4 * B.shape[0])))  # tiles stay below _MAX_TILE_BYTES
     total = 0
     for a in range(0, A.shape[0], block):
         b0 = a if Y is None else 0
