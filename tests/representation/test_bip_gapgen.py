@@ -188,6 +188,16 @@ def test_rejection_mode_and_budget(gallery):
     assert brute_max(V, R) < tau - 0.02
 
 
+def test_ann_threshold_in_the_estimator(gallery):
+    pytest.importorskip("faiss")
+    R = gallery[:800]
+    exact = IdentityProvisioner(0.02, far=1e-3).fit(R)
+    ann = IdentityProvisioner(0.02, far=1e-3, threshold_method="ann").fit(R)
+    assert ann.tau_c_ == pytest.approx(exact.tau_c_, abs=1e-4)
+    V = ann.provision(100)
+    assert brute_max(V, R) < ann.tau_c_ - 0.02
+
+
 def test_deterministic_given_seed(gallery):
     R = gallery[:600]
     a = provision_identities(R, 200, 0.02, far=1e-3, random_state=5, batch_size=128)
@@ -229,6 +239,8 @@ def test_bad_input_provision(gallery):
         provision_identities(R, 10, 0.02, existing=np.ones((2, 5)) / np.sqrt(5))
     with pytest.raises(ValueError, match="batch_size"):
         provision_identities(R, 10, 0.02, batch_size=0)
+    with pytest.raises(ValueError, match="threshold_method"):
+        provision_identities(R, 10, 0.02, threshold_method="lsh")
     with pytest.raises(TypeError, match="gallery"):
         provision_identities("faces", 10, 0.02)
 

@@ -44,7 +44,7 @@ from scipy.special import expit
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted, check_random_state
 
-from .geometry import check_unit_rows, impostor_threshold, real_subspace
+from .geometry import IMPOSTOR_METHODS, check_unit_rows, impostor_threshold, real_subspace
 
 _SAFETY = 1e-4  # float32 rounding allowance on list thresholds and acceptance tests
 _CLEAR = 0.02  # rows this far below every threshold are not moved
@@ -82,6 +82,8 @@ class IdentityProvisioner(BaseEstimator):
     far : false-accept rate in (0, 1) that sets ``tau_c`` (and ``tau_v``) from the gallery when they are None.
     tau_c, tau_v : collision thresholds (cosines in (-1, 1)); None = the ``(1 - far)`` impostor quantile.
     variance_kept : energy fraction in (0, 1] kept by the real subspace ``P``.
+    threshold_method : how ``tau_c`` is found when it is None: ``"exact"`` (memory-bounded tiles) or ``"ann"``
+        (faiss HNSW neighbour lists; for galleries of hundreds of thousands), see :func:`impostor_threshold`.
     batch_size : candidates optimised together (>= 1).
     n_steps : repulsion steps per round (>= 0; 0 = rejection sampling).
     step_size : largest angular move of a candidate per step, in (0, 1).
@@ -108,6 +110,7 @@ class IdentityProvisioner(BaseEstimator):
         tau_c: float | None = None,
         tau_v: float | None = None,
         variance_kept: float = 0.97,
+        threshold_method: str = "exact",
         batch_size: int = 2048,
         n_steps: int = 8,
         step_size: float = 0.01,
@@ -122,6 +125,7 @@ class IdentityProvisioner(BaseEstimator):
         self.tau_c = tau_c
         self.tau_v = tau_v
         self.variance_kept = variance_kept
+        self.threshold_method = threshold_method
         self.batch_size = batch_size
         self.n_steps = n_steps
         self.step_size = step_size
@@ -154,6 +158,10 @@ class IdentityProvisioner(BaseEstimator):
             if getattr(self, name) is not None:
                 real(name, -1.0, 1.0)
         real("variance_kept", 0.0, 1.0, hi_open=False)
+        if self.threshold_method not in IMPOSTOR_METHODS:
+            raise ValueError(
+                f"threshold_method must be one of {IMPOSTOR_METHODS}, got {self.threshold_method!r}"
+            )
         real("step_size", 0.0, 1.0)
         real("delta", 0.0, 1.0)
         real("beta", 0.0, math.inf)
@@ -178,7 +186,11 @@ class IdentityProvisioner(BaseEstimator):
         self.subspace_ = real_subspace(R, self.variance_kept)
         P = self.subspace_.basis
         self.basis_ = P
-        self.tau_c_ = float(self.tau_c) if self.tau_c is not None else impostor_threshold(R, self.far)
+        self.tau_c_ = (
+            float(self.tau_c)
+            if self.tau_c is not None
+            else impostor_threshold(R, self.far, method=self.threshold_method)
+        )
         self.tau_v_ = float(self.tau_v) if self.tau_v is not None else self.tau_c_
         if self.tau_c_ - float(self.margin) <= -1.0:
             raise ValueError(
