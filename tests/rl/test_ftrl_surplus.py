@@ -29,6 +29,12 @@ from neurips26.rl.ftrl_surplus import (
     random_gaussian_game,
     rock_paper_scissors,
 )
+from neurips26.rl.ftrl_surplus.optimizers import (
+    continuous_time_surplus,
+    optimal_control_strategy,
+    regularizer_conjugate,
+    repeated_play,
+)
 
 finite_losses = arrays(
     np.float64, st.integers(2, 6), elements=st.floats(-50, 50, allow_nan=False, allow_infinity=False)
@@ -370,6 +376,175 @@ def test_dynamics_bad_input():
         ftrl_regret_bound(A, 0.1, -1)
     with pytest.raises(ValueError, match="A"):
         ftrl_regret_bound(np.ones(3), 0.1, 10)
+
+
+# --- game objects, user optimizers, optimal control ----------------------------------------------------------
+
+
+class _DuckGame:
+    """Anything with nashpy's payoff_matrices = (A, B)."""
+
+    def __init__(self, A, B=None):
+        self.payoff_matrices = (np.asarray(A), -np.asarray(A) if B is None else np.asarray(B))
+
+
+def test_nashpy_and_duck_typed_games_are_accepted_everywhere():
+    nash = pytest.importorskip("nashpy")
+    A = np.random.default_rng(5).normal(size=(3, 4))
+    for game in (nash.Game(A), _DuckGame(A)):
+        x, v = maxmin_strategy(game)
+        np.testing.assert_allclose(x, maxmin_strategy(A)[0], atol=1e-9)
+        assert v == pytest.approx(maxmin_strategy(A)[1])
+        assert fixed_optimizer_dynamics(game, 0.1, 50).surplus == pytest.approx(
+            fixed_optimizer_dynamics(A, 0.1, 50).surplus
+        )
+        np.testing.assert_allclose(
+            best_response_dynamics(game, 0.1, 50).cumulative_surplus,
+            best_response_dynamics(A, 0.1, 50).cumulative_surplus,
+        )
+        assert ftrl_regret_bound(game, 0.1, 10) == ftrl_regret_bound(A, 0.1, 10)
+        assert repeated_play(game, "maxmin", 0.1, 20).surplus == pytest.approx(
+            repeated_play(A, "maxmin", 0.1, 20).surplus
+        )
+    with pytest.raises(ValueError, match="zero-sum"):
+        maxmin_strategy(nash.Game(A, A))  # general-sum
+    with pytest.raises(ValueError, match="zero-sum"):
+        repeated_play(_DuckGame(A, np.zeros_like(A)), "maxmin", 0.1, 5)
+    with pytest.raises(ValueError, match="pair"):
+        maxmin_strategy(type("G", (), {"payoff_matrices": (A,)})())
+
+
+def test_repeated_play_matches_the_vectorised_dynamics():
+    g = planted_game(2, [0.3, 0.5], random_state=2)
+    for reg in ("entropy", "euclidean"):
+        fixed = fixed_optimizer_dynamics(g.A, 0.1, 200, reg, x=g.x_star, value=g.value)
+        np.testing.assert_allclose(
+            repeated_play(g.A, g.x_star, 0.1, 200, reg, value=g.value).cumulative_surplus,
+            fixed.cumulative_surplus,
+            atol=1e-9,
+        )
+        br = best_response_dynamics(g.A, 0.1, 200, reg)
+        named = repeated_play(g.A, "best_response", 0.1, 200, reg)
+        np.testing.assert_allclose(named.cumulative_surplus, br.cumulative_surplus[0], atol=1e-9)
+        assert named.regret == pytest.approx(br.regret[0])
+        # a user's callable: the same best response, returned as a pure action
+        user = repeated_play(g.A, lambda t, y, L: int(np.argmax(g.A @ y)), 0.1, 200, reg)
+        np.testing.assert_allclose(user.cumulative_surplus, br.cumulative_surplus[0], atol=1e-9)
+        assert user.x.shape == (200, g.A.shape[0]) and user.y.shape == (200, g.A.shape[1])
+
+
+def test_repeated_play_passes_the_learner_state_to_the_optimizer():
+    A = rock_paper_scissors()
+    seen = []
+
+    def spy(t, y, L):
+        seen.append((t, y, L))
+        return np.array([1.0, 0.0, 0.0])
+
+    repeated_play(A, spy, 0.5, 3)
+    assert [t for t, _, _ in seen] == [1, 2, 3]
+    np.testing.assert_allclose(seen[0][1], np.full(3, 1 / 3))
+    np.testing.assert_allclose(seen[2][2], 2 * A[0])  # cumulative loss after two rounds of row 0
+    np.testing.assert_allclose(seen[1][1], ftrl_strategy(A[0], 0.5))
+
+
+def test_repeated_play_bad_inputs():
+    A = rock_paper_scissors()
+    with pytest.raises(ValueError, match="optimizer"):
+        repeated_play(A, "stackelberg", 0.1, 5)
+    with pytest.raises(ValueError, match="optimizer"):
+        repeated_play(A, np.array([0.5, 0.5]), 0.1, 5)
+    with pytest.raises(ValueError, match="optimizer"):
+        repeated_play(A, lambda t, y, L: 3, 0.1, 5)
+    with pytest.raises(ValueError, match="optimizer"):
+        repeated_play(A, lambda t, y, L: np.array([0.7, 0.7, 0.0]), 0.1, 5)
+    with pytest.raises(ValueError, match="T"):
+        repeated_play(A, "maxmin", 0.1, 0)
+    with pytest.raises(ValueError, match="eta"):
+        repeated_play(A, "maxmin", -1.0, 5)
+    with pytest.raises(ValueError, match="regularizer"):
+        repeated_play(A, "maxmin", 0.1, 5, "hedge")
+    with pytest.raises(ValueError, match="value"):
+        repeated_play(A, "maxmin", 0.1, 5, value=np.nan)
+
+
+@pytest.mark.parametrize("reg", REGULARIZERS)
+def test_continuous_time_surplus_matches_numerical_integration(reg):
+    from scipy.integrate import quad
+
+    g = planted_game(2, [0.3, 0.6, 0.45], random_state=4)
+    eta, T = 0.2, 40.0
+    x = np.random.default_rng(0).dirichlet(np.ones(g.A.shape[0]))
+    loss = g.A.T @ x
+
+    def rate(t):  # x^T A y(t) - v with y(t) the FTRL strategy of the cumulative loss t A^T x
+        return float(loss @ ftrl_strategy(t * loss, eta, reg)) - g.value
+
+    integral = quad(rate, 0.0, T, limit=400, epsabs=1e-10, epsrel=1e-10)[0]
+    assert continuous_time_surplus(g.A, x, eta, T, reg, value=g.value) == pytest.approx(
+        integral, rel=1e-6, abs=1e-8
+    )
+
+
+def test_conjugate_is_the_max_over_the_simplex():
+    rng = np.random.default_rng(1)
+    L = rng.normal(size=4)
+    for reg in REGULARIZERS:
+        val = regularizer_conjugate(L, 0.7, reg)
+        Y = rng.dirichlet(np.ones(4), size=2000)
+        from neurips26.rl.ftrl_surplus.optimizers import _h
+
+        assert np.all(-0.7 * Y @ L - _h(Y, reg) <= val + 1e-12)
+
+
+def test_optimal_control_strategy():
+    # max-min's continuous-time Hedge surplus tends to the closed form ln(1 + N/k) / eta
+    g = planted_game(2, np.full(4, 0.3), random_state=0)
+    assert continuous_time_surplus(g.A, g.x_star, 0.03, 1e5, value=g.value) == pytest.approx(
+        hedge_sweeping_surplus(4, 2, 0.03), rel=1e-6
+    )
+    # on a 2-row game the plan is the best point of a fine grid over x = (p, 1 - p)
+    A = np.array([[1.0, -0.5, 0.2], [-0.8, 0.6, 0.1]])
+    v = maxmin_strategy(A)[1]
+    X = np.stack([np.linspace(0, 1, 2001), 1 - np.linspace(0, 1, 2001)], axis=1)
+    for reg in ("entropy", "euclidean", "tsallis"):
+        for T in (5.0, 50.0):
+            x, s = optimal_control_strategy(A, 0.3, T, reg)
+            zero = regularizer_conjugate(np.zeros(3), 0.3, reg)
+            grid = (zero - regularizer_conjugate(T * X @ A, 0.3, reg)) / 0.3 - T * v  # batched over the grid
+            assert s >= grid.max() - 1e-9 and s <= grid.max() + 1e-4
+            assert s >= continuous_time_surplus(A, maxmin_strategy(A)[0], 0.3, T, reg, value=v) - 1e-12
+    # rock-paper-scissors: columns of A^T x always average to 0, so by Jensen nothing beats uniform play
+    x, s = optimal_control_strategy(rock_paper_scissors(), 0.1, 1000)
+    np.testing.assert_allclose(x, np.full(3, 1 / 3), atol=1e-6)
+    assert abs(s) < 1e-8
+    # played in discrete time it is a fixed strategy
+    tr = repeated_play(g.A, "optimal_control", 0.1, 300, value=g.value)
+    x_oc = optimal_control_strategy(g.A, 0.1, 300)[0]
+    np.testing.assert_allclose(tr.x, np.tile(x_oc, (300, 1)))
+    with pytest.raises(ValueError, match="T"):
+        optimal_control_strategy(A, 0.1, 0.0)
+    with pytest.raises(ValueError, match="eta"):
+        optimal_control_strategy(A, 0.0, 10.0)
+    with pytest.raises(ValueError, match="regularizer"):
+        optimal_control_strategy(A, 0.1, 10.0, "l1")
+    with pytest.raises(ValueError, match="x"):
+        continuous_time_surplus(A, np.ones(3) / 3, 0.1, 10.0)
+    with pytest.raises(ValueError, match="T"):
+        continuous_time_surplus(A, np.ones(2) / 2, 0.1, np.inf)
+
+
+@settings(max_examples=10, deadline=None)
+@given(
+    seed=st.integers(0, 10**6),
+    reg=st.sampled_from(["entropy", "euclidean"]),
+    T=st.sampled_from([3.0, 30.0, 3000.0]),
+)
+def test_optimal_control_never_below_maxmin(seed, reg, T):
+    A = np.random.default_rng(seed).normal(size=(3, 4))
+    x, s = optimal_control_strategy(A, 0.1, T, reg)
+    assert x.min() >= 0 and abs(x.sum() - 1) < 1e-12
+    assert s >= continuous_time_surplus(A, maxmin_strategy(A)[0], 0.1, T, reg) - 1e-9
 
 
 @pytest.mark.experiment

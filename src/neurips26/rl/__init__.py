@@ -24,5 +24,12 @@ _EXPORTS = {
     "hedge_sweeping_surplus": ".ftrl_surplus",
     "euclidean_sweeping_surplus": ".ftrl_surplus",
     "elimination_round": ".ftrl_surplus",
+    "repeated_play": ".ftrl_surplus",
+    "optimal_control_strategy": ".ftrl_surplus",
+    "continuous_time_surplus": ".ftrl_surplus",
+    "TabularEnv": ".nas_bpi",
+    "soft_policy_iteration": ".pmd_td",
+    "natural_policy_gradient": ".pmd_td",
+    "softmax_policy_gradient": ".pmd_td",
 }
 __getattr__, __dir__, __all__ = attach(__name__, _EXPORTS)

@@ -5,7 +5,10 @@ Su & Vlatakis-Gkaragkounis, *No Coin Left Behind: Maximizing Strategic Surplus A
 (Hedge, Euclidean/lazy projected GD, Tsallis-1/2, log-barrier) and collects ``S_T = sum_t x_t^T A y_t - T v``.
 A fixed max-min optimizer gains ``Theta(1/eta)`` by sweeping the learner off its ``N`` suboptimal actions
 (zero when ``N = 0``); a best-responding optimizer gains ``Theta(eta T)``; non-steep regularisers eliminate
-suboptimal actions in finite time, steep ones leave a vanishing tail.
+suboptimal actions in finite time, steep ones leave a vanishing tail. The optimal-control reference of Assos,
+Dagan & Daskalakis (the best constant plan against continuous-time FTRL) and :func:`repeated_play`, which runs any
+optimizer (a strategy, a named one, or a user's callable) against FTRL on a payoff matrix or a zero-sum
+``nashpy.Game``, are in :mod:`.optimizers`.
 """
 
 from .ftrl import REGULARIZERS, STEEP, ftrl_log_strategy, ftrl_regret_bound, ftrl_strategy, project_simplex
@@ -14,9 +17,17 @@ from .games import (
     circulant_game,
     learner_action_gaps,
     maxmin_strategy,
+    payoff_matrix,
     planted_game,
     random_gaussian_game,
     rock_paper_scissors,
+)
+from .optimizers import (
+    PlayTrajectory,
+    continuous_time_surplus,
+    optimal_control_strategy,
+    regularizer_conjugate,
+    repeated_play,
 )
 from .surplus import (
     BestResponseTrajectory,
@@ -35,6 +46,12 @@ __all__ = [
     "BestResponseTrajectory",
     "FixedOptimizerTrajectory",
     "PlantedGame",
+    "PlayTrajectory",
+    "continuous_time_surplus",
+    "optimal_control_strategy",
+    "payoff_matrix",
+    "regularizer_conjugate",
+    "repeated_play",
     "best_response_dynamics",
     "circulant_game",
     "elimination_round",

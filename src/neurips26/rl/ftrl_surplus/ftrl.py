@@ -162,11 +162,11 @@ def ftrl_regret_bound(A: np.ndarray, eta: float, T: int, regularizer: str = "ent
     log-barrier has unbounded range, so its bound is ``inf``. Surplus never exceeds regret (in a zero-sum
     game ``min_y sum_t x_t^T A y <= T v``), hence never exceeds this bound.
     """
+    from .games import _check_payoff
+
     regularizer = _check_regularizer(regularizer)
     eta = _check_eta(eta)
-    A = np.asarray(A, dtype=float)
-    if A.ndim != 2 or A.size == 0 or not np.all(np.isfinite(A)):
-        raise ValueError("A must be a non-empty 2-D array of finite payoffs")
+    A = _check_payoff(A)
     if isinstance(T, bool) or not isinstance(T, (int, np.integer)) or T < 0:
         raise ValueError(f"T must be an integer >= 0, got {T!r}")
     m = A.shape[1]

@@ -1,5 +1,8 @@
 """Two-player zero-sum matrix games for the FTRL-surplus study.
 
+Every entry point takes the payoff matrix ``A`` or a nashpy-style zero-sum game object (``nashpy.Game(A)``, or
+anything with ``payoff_matrices = (A, -A)``); see :func:`payoff_matrix`.
+
 Convention (as in Su & Vlatakis-Gkaragkounis, arXiv 2604.05129): the optimizer is the *row* player and
 maximises ``x^T A y``; the learner is the *column* player and minimises it. The game value is
 ``v = max_x min_y x^T A y``; a max-min strategy ``x*`` attains it. Against ``x*`` the learner faces the
@@ -18,12 +21,14 @@ Generators:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from scipy.optimize import linprog
 from sklearn.utils import check_random_state
 
 __all__ = [
+    "payoff_matrix",
     "PlantedGame",
     "maxmin_strategy",
     "learner_action_gaps",
@@ -34,9 +39,32 @@ __all__ = [
 ]
 
 
+def payoff_matrix(game: Any, name: str = "A") -> np.ndarray:
+    """The row player's payoff matrix of a zero-sum ``game``: a 2-D array, or a nashpy-style game object
+    (anything with ``payoff_matrices = (A, B)``, e.g. ``nashpy.Game(A)``) whose ``B`` must equal ``-A``."""
+    if hasattr(game, "payoff_matrices"):
+        mats = game.payoff_matrices
+        if not (isinstance(mats, (tuple, list)) and len(mats) == 2):
+            raise ValueError(f"{name}: a game object's payoff_matrices must be a pair (A, B), got {mats!r}")
+        A, B = (np.asarray(m, dtype=float) for m in mats)
+        if A.shape != B.shape or not np.allclose(
+            A, -B, rtol=0, atol=1e-12 * max(1.0, float(np.abs(A).max(initial=0)))
+        ):
+            raise ValueError(
+                f"{name} must be a zero-sum game (B == -A): strategic surplus is defined against the game value "
+                "of a zero-sum game"
+            )
+        return _check_payoff(A, name)
+    return _check_payoff(game, name)
+
+
 def _check_payoff(A: np.ndarray, name: str = "A") -> np.ndarray:
+    if hasattr(A, "payoff_matrices"):
+        return payoff_matrix(A, name)
     if isinstance(A, (str, bytes)) or A is None:
-        raise TypeError(f"{name} must be a 2-D array of payoffs, got {type(A).__name__}")
+        raise TypeError(
+            f"{name} must be a 2-D array of payoffs or a zero-sum game object, got {type(A).__name__}"
+        )
     A = np.asarray(A, dtype=float)
     if A.ndim != 2 or A.shape[0] < 1 or A.shape[1] < 1:
         raise ValueError(f"{name} must be a non-empty 2-D array (n rows x m columns), got shape {A.shape}")
@@ -68,7 +96,8 @@ def maxmin_strategy(A: np.ndarray) -> tuple[np.ndarray, float]:
 
     Parameters
     ----------
-    A : array of shape (n, m), payoff to the (maximising) row player.
+    A : array of shape (n, m), payoff to the (maximising) row player, or a zero-sum game object
+        (``nashpy.Game(A)``).
 
     Returns
     -------

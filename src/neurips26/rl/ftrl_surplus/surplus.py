@@ -166,6 +166,8 @@ def best_response_dynamics(
     -------
     BestResponseTrajectory (batch axis of length 1 for a single game).
     """
+    if hasattr(A, "payoff_matrices"):
+        A = _check_payoff(A)
     A = np.asarray(A, dtype=float)
     if A.ndim == 2:
         A = A[None]
