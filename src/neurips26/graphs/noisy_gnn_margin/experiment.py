@@ -165,8 +165,8 @@ def _margin_configs(run: Run, filt) -> dict[str, dict]:
 
 
 def gate_prediction_and_margin(run: Run) -> None:
-    m = run.param("n_source_graphs", quick=100, full=300)
-    draws = run.param("draws_per_flip_count", quick=50, full=200)
+    m = run.param("n_source_graphs", quick=150, full=300)
+    draws = run.param("draws_per_flip_count", quick=100, full=200)
     steps = run.param("training_steps", quick=100, full=400)
     idx = AtlasFlipIndex(7)
     rng = run.rng
