@@ -11,8 +11,6 @@ from __future__ import annotations
 import resource
 import time
 
-import numpy as np
-
 from neurips26.representation.bip_gapgen import impostor_threshold, synthetic_gallery
 
 
