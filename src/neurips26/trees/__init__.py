@@ -14,5 +14,6 @@ _EXPORTS = {
     "minimax_rate_exponent": ".spectral_forests",
     "count_nodes": ".spectral_forests",
     "mlp_parameter_count": ".spectral_forests",
+    "student_layers_for_budget": ".spectral_forests",
 }
 __getattr__, __dir__, __all__ = attach(__name__, _EXPORTS)

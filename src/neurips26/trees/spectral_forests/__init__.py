@@ -6,7 +6,7 @@ distilled into a tiny MLP (:class:`SpectralForestDistiller`). :class:`PrunedFore
 baseline (greedy tree subset + depth truncation under a node budget).
 """
 
-from .distill import SpectralForestDistiller, mlp_parameter_count
+from .distill import SpectralForestDistiller, mlp_parameter_count, student_layers_for_budget
 from .pruning import PrunedForest, count_nodes
 from .smoother import (
     TreeSmoother,
@@ -30,4 +30,5 @@ __all__ = [
     "mlp_parameter_count",
     "refit_leaf_values",
     "smoother_spectrum",
+    "student_layers_for_budget",
 ]

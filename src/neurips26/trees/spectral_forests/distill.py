@@ -7,6 +7,10 @@ Paper: *Minimax Rates and Spectral Distillation for Tree Ensembles* (Vu & Watson
    ``S = U Sigma W^T`` (boosting, thin SVD).
 2. Nystrom eigenfunctions at any ``x``: ``psi_j(x) = s(x) w_j / sigma_j`` (forest: ``k(x, X) v_j / lambda_j``).
 3. Rank-r surrogate: ``f_r(x) = sum_j c_j psi_j(x)`` with ``c_j = sigma_j w_j^T y`` (forest: ``lambda_j v_j^T y``).
+   The ``r`` components are the ``r`` of the leading ``n_candidates`` with the largest ``c_j^2``
+   (``component_selection="contribution"``, the default: on the training points ``||f_r||^2 = sum_j c_j^2``, so
+   this keeps the most of the smoother's fit for a given ``r``) or the ``r`` leading ones (``"top"``, the
+   digest's literal choice) [R].
 4. Distil: a small MLP ``g_theta: R^p -> R^r`` regresses the (standardized) ``psi(x)`` on the training inputs
    plus jittered copies of them (inside the per-feature data range), labelled for free by the ensemble's
    Nystrom map; the student is ``f~(x) = b + sum_j c_j g_j(x)``. With ``refit_coef=True`` the coefficients are
@@ -16,10 +20,10 @@ Paper: *Minimax Rates and Spectral Distillation for Tree Ensembles* (Vu & Watson
 trained directly on the ensemble's predictions over the same inputs.
 
 Reconstructed [R] (the paper's full text was not available): the augmentation scheme (Gaussian jitter of
-``jitter`` x feature std, clipped to the data range), the MLP training loop (Adam, cosine schedule, MSE on
-standardized eigenfunction targets weighted by each component's share of the surrogate's variance), and the
-coefficient refit against the full smoother's predictions. The student is evaluated in numpy; training is plain
-numpy backpropagation with Adam.
+``jitter`` x feature std, clipped to the data range), the student's loss (MSE on standardized eigenfunction
+targets weighted by each component's share of the surrogate's variance: scikit-learn's ``MLPRegressor``
+trained with Adam on the targets scaled by ``sqrt(w_j)``, which is the same weighted loss), the contribution
+selection of components, and the coefficient refit against the full smoother's predictions.
 For forests the teacher is the kernel smoother ``K y`` (the forest with leaf values recomputed on all training
 points, :func:`.smoother.refit_leaf_values`), which differs slightly from a bootstrapped forest's ``predict``.
 """
@@ -27,18 +31,21 @@ points, :func:`.smoother.refit_leaf_values`), which differs slightly from a boot
 from __future__ import annotations
 
 import math
+import warnings
 from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin, clone
 from sklearn.ensemble import RandomForestRegressor
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.neural_network import MLPRegressor
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .smoother import TreeSmoother, _ensemble_kind, leaf_membership, smoother_spectrum
 
-__all__ = ["SpectralForestDistiller", "mlp_parameter_count"]
+__all__ = ["SpectralForestDistiller", "mlp_parameter_count", "student_layers_for_budget"]
 
 
 def mlp_parameter_count(n_inputs: int, hidden_layer_sizes: tuple[int, ...], n_outputs: int) -> int:
@@ -47,70 +54,37 @@ def mlp_parameter_count(n_inputs: int, hidden_layer_sizes: tuple[int, ...], n_ou
     return int(sum(a * b + b for a, b in zip(sizes[:-1], sizes[1:])))
 
 
-def _mlp_forward(
-    X: np.ndarray, weights: list[np.ndarray], biases: list[np.ndarray], activation: str
-) -> np.ndarray:
-    h = X
-    for i, (W, b) in enumerate(zip(weights, biases)):
-        h = h @ W + b
-        if i < len(weights) - 1:
-            h = np.maximum(h, 0.0) if activation == "relu" else np.tanh(h)
-    return h
+def student_layers_for_budget(
+    n_inputs: int,
+    n_components: int,
+    max_parameters: int,
+    n_hidden: int = 2,
+    max_width: int = 32,
+) -> tuple[int, ...]:
+    """The widest equal-width hidden layers (at most ``max_width``) whose student fits ``max_parameters``.
 
-
-def _train_mlp(
-    X: np.ndarray,
-    T: np.ndarray,
-    weights: np.ndarray,
-    hidden: tuple[int, ...],
-    activation: str,
-    epochs: int,
-    batch_size: int,
-    lr: float,
-    rng: np.random.Generator,
-) -> tuple[list[np.ndarray], list[np.ndarray]]:
-    """Mini-batch Adam (beta = 0.9, 0.999) on ``mean_j w_j (g_j(x) - t_j)^2`` with a cosine step-size decay.
-
-    Weights start uniform in ``+-1/sqrt(fan_in)`` (the usual default). Returns the layer weights and biases.
+    The count is the one :class:`SpectralForestDistiller` stores in ``n_parameters_``: MLP weights and biases,
+    ``n_components`` output coefficients, the intercept and the input standardization (``2 n_inputs``).
+    Raises ValueError when not even width 1 fits.
     """
-    sizes = [X.shape[1], *hidden, T.shape[1]]
-    Ws = [rng.uniform(-1, 1, (a, b)) / np.sqrt(a) for a, b in zip(sizes[:-1], sizes[1:])]
-    bs = [rng.uniform(-1, 1, b) / np.sqrt(a) for a, b in zip(sizes[:-1], sizes[1:])]
-    params = Ws + bs
-    m1 = [np.zeros_like(q) for q in params]
-    m2 = [np.zeros_like(q) for q in params]
-    n = X.shape[0]
-    bsz = min(batch_size, n)
-    steps = -(-n // bsz)
-    total, t = epochs * steps, 0
-    L = len(Ws)
-    for _ in range(epochs):
-        perm = rng.permutation(n)
-        for k in range(steps):
-            idx = perm[k * bsz : (k + 1) * bsz]
-            hs, zs = [X[idx]], []
-            for i in range(L):  # forward
-                z = hs[-1] @ Ws[i] + bs[i]
-                zs.append(z)
-                hs.append(z if i == L - 1 else (np.maximum(z, 0.0) if activation == "relu" else np.tanh(z)))
-            g = 2.0 * weights * (hs[-1] - T[idx]) / (len(idx) * T.shape[1])
-            grads_W, grads_b = [None] * L, [None] * L
-            for i in reversed(range(L)):  # backward
-                grads_W[i] = hs[i].T @ g
-                grads_b[i] = g.sum(axis=0)
-                if i > 0:
-                    g = g @ Ws[i].T
-                    g = g * (zs[i - 1] > 0) if activation == "relu" else g * (1.0 - hs[i] ** 2)
-            t += 1
-            step = 0.5 * lr * (1.0 + np.cos(np.pi * (t - 1) / total))
-            c1, c2 = 1.0 - 0.9**t, 1.0 - 0.999**t
-            for q, gq, a, b in zip(params, grads_W + grads_b, m1, m2):
-                a *= 0.9
-                a += 0.1 * gq
-                b *= 0.999
-                b += 0.001 * gq * gq
-                q -= step * (a / c1) / (np.sqrt(b / c2) + 1e-8)
-    return Ws, bs
+    for name, v, lo in (
+        ("n_inputs", n_inputs, 1),
+        ("n_components", n_components, 1),
+        ("max_parameters", max_parameters, 1),
+        ("n_hidden", n_hidden, 1),
+        ("max_width", max_width, 1),
+    ):
+        if isinstance(v, bool) or not isinstance(v, Integral) or v < lo:
+            raise ValueError(f"{name} must be an integer >= {lo}, got {v!r}")
+    extra = n_components + 1 + 2 * n_inputs
+    for w in range(int(max_width), 0, -1):
+        layers = (w,) * int(n_hidden)
+        if mlp_parameter_count(n_inputs, layers, n_components) + extra <= max_parameters:
+            return layers
+    raise ValueError(
+        f"max_parameters={max_parameters} is below the smallest student ({n_hidden} hidden layers of width 1, "
+        f"{n_components} components, {n_inputs} inputs)"
+    )
 
 
 class SpectralForestDistiller(RegressorMixin, BaseEstimator):
@@ -124,6 +98,11 @@ class SpectralForestDistiller(RegressorMixin, BaseEstimator):
     prefit : if True, ``estimator`` is already fitted and used as is (``fit(X, y)`` gets its training data);
         otherwise a clone is fitted on ``X, y``.
     n_components : rank ``r`` of the spectral truncation (``1 <= r <= n - 2``).
+    component_selection : ``"contribution"`` (default: the ``r`` of the leading ``n_candidates`` pairs with the
+        largest ``c_j^2``) or ``"top"`` (the ``r`` leading spectral pairs, the digest's literal choice) [R]. On
+        Friedman1 the contribution choice keeps more of the forest at the same ``r`` (see the experiment).
+    n_candidates : pairs computed for ``"contribution"`` (``r <= n_candidates <= n - 2``); ``None`` means
+        ``min(n - 2, 5 r)``. Ignored for ``"top"``.
     hidden_layer_sizes : widths of the student's hidden layers.
     activation : ``"relu"`` or ``"tanh"``.
     target : ``"spectral"`` (the paper's method) or ``"direct"`` (MLP on the ensemble's predictions).
@@ -133,7 +112,9 @@ class SpectralForestDistiller(RegressorMixin, BaseEstimator):
     component_weights : ``"contribution"`` weights component ``j`` of the student's loss by its share
         ``c_j^2 Var(psi_j)`` of the surrogate's variance; ``"uniform"`` weights the standardized
         eigenfunctions equally [R].
-    max_epochs, batch_size, learning_rate : Adam training of the student.
+    max_epochs, batch_size, learning_rate : Adam training of the student (scikit-learn ``MLPRegressor``: at
+        most ``max_epochs`` passes, stopping early once the loss stalls for 10 epochs).
+    alpha : L2 penalty of the student's weights (``MLPRegressor(alpha=...)``, ``>= 0``).
     random_state : seed for the eigensolver start vector, augmentation and the student's initialisation.
 
     As with ``SelectFromModel(prefit=True)``, ``sklearn.base.clone`` also clones (and so un-fits) a prefit
@@ -142,8 +123,11 @@ class SpectralForestDistiller(RegressorMixin, BaseEstimator):
     Attributes
     ----------
     estimator_ : the fitted teacher. smoother_ : its :class:`TreeSmoother` on the training inputs.
-    spectrum_ : the top ``r`` eigenvalues (forest) or singular values (boosting), largest first.
+    spectrum_ : the ``r`` kept eigenvalues (forest) or singular values (boosting), in the order used (largest
+        first for ``"top"``, largest ``c_j^2`` first for ``"contribution"``).
+    components_ : indices (0-based, by decreasing spectral value) of the kept pairs, in the order used.
     teacher_coef_ : ``c_j = sigma_j w_j^T y``. coef_, intercept_ : the student's output layer over ``g``.
+    student_ : the fitted ``MLPRegressor`` (on standardized inputs).
     n_parameters_ : stored numbers of the student (MLP weights and biases, coefficients, intercept, input
         scaler). teacher_nodes_ : total node count of the teacher.
     """
@@ -154,6 +138,8 @@ class SpectralForestDistiller(RegressorMixin, BaseEstimator):
         *,
         prefit: bool = False,
         n_components: int = 20,
+        component_selection: str = "contribution",
+        n_candidates: int | None = None,
         hidden_layer_sizes: tuple[int, ...] = (32, 32),
         activation: str = "relu",
         target: str = "spectral",
@@ -164,11 +150,14 @@ class SpectralForestDistiller(RegressorMixin, BaseEstimator):
         max_epochs: int = 100,
         batch_size: int = 1024,
         learning_rate: float = 3e-3,
+        alpha: float = 1e-5,
         random_state: Any = None,
     ) -> None:
         self.estimator = estimator
         self.prefit = prefit
         self.n_components = n_components
+        self.component_selection = component_selection
+        self.n_candidates = n_candidates
         self.hidden_layer_sizes = hidden_layer_sizes
         self.activation = activation
         self.target = target
@@ -179,6 +168,7 @@ class SpectralForestDistiller(RegressorMixin, BaseEstimator):
         self.max_epochs = max_epochs
         self.batch_size = batch_size
         self.learning_rate = learning_rate
+        self.alpha = alpha
         self.random_state = random_state
 
     # --- validation --------------------------------------------------------------------------------------
@@ -189,6 +179,12 @@ class SpectralForestDistiller(RegressorMixin, BaseEstimator):
                 raise ValueError(f"{name} must be an integer in [{lo}, {hi}], got {v!r}")
 
         _int("n_components", 1, n - 2)
+        if self.component_selection not in ("top", "contribution"):
+            raise ValueError(
+                f"component_selection must be 'top' or 'contribution', got {self.component_selection!r}"
+            )
+        if self.n_candidates is not None:
+            _int("n_candidates", int(self.n_components), n - 2)
         _int("n_augment", 0)
         _int("max_epochs", 1)
         _int("batch_size", 1)
@@ -205,7 +201,7 @@ class SpectralForestDistiller(RegressorMixin, BaseEstimator):
             )
         if self.target not in ("spectral", "direct"):
             raise ValueError(f"target must be 'spectral' or 'direct', got {self.target!r}")
-        for name, strict in (("jitter", False), ("learning_rate", True)):
+        for name, strict in (("jitter", False), ("learning_rate", True), ("alpha", False)):
             v = getattr(self, name)
             if (
                 isinstance(v, bool)
@@ -251,13 +247,24 @@ class SpectralForestDistiller(RegressorMixin, BaseEstimator):
         # 1-3: spectrum, Nystrom leaf table for psi, coefficients c_j, leaf table of the full smoother S y
         self.smoother_ = TreeSmoother(self.estimator_, X)
         r = int(self.n_components)
-        sig, U, W = smoother_spectrum(self.smoother_, r, random_state=rng)
+        if self.component_selection == "top":
+            k = r
+        else:
+            k = min(n - 2, 5 * r) if self.n_candidates is None else int(self.n_candidates)
+        sig, U, W = smoother_spectrum(self.smoother_, k, random_state=rng)
+        coef = sig * (W.T @ y)
+        # "contribution": the r pairs with the largest c_j^2 (stable sort: ties keep the spectral order)
+        keep = (
+            np.arange(r) if self.component_selection == "top" else np.argsort(-(coef**2), kind="stable")[:r]
+        )
+        sig, W, coef = sig[keep], W[:, keep], coef[keep]
         if np.any(sig <= 1e-12):
             raise ValueError(
                 f"n_components={r} reaches numerically zero spectral values; use fewer components"
             )
+        self.components_ = keep
         self.spectrum_ = sig
-        self.teacher_coef_ = sig * (W.T @ y)
+        self.teacher_coef_ = coef
         self._psi_table = self.smoother_.leaf_table(W / sig)
         self._full_table = self.smoother_.leaf_table(y)
 
@@ -272,7 +279,7 @@ class SpectralForestDistiller(RegressorMixin, BaseEstimator):
         if self.target == "spectral" and self.component_weights == "contribution":
             # weight component j by its share of the surrogate's variance, c_j^2 Var(psi_j)
             w = self.teacher_coef_**2 * targets.var(axis=0)
-            w = w / w.sum() * w.size
+            w = np.maximum(w / w.sum() * w.size, 1e-6)  # floor: a component with c_j = 0 keeps a tiny weight
         else:
             w = np.ones(targets.shape[1])
         self._train_student(X_all, targets, seed, w)
@@ -307,29 +314,39 @@ class SpectralForestDistiller(RegressorMixin, BaseEstimator):
         return np.vstack([X, np.clip(copies, lo, hi)])
 
     def _train_student(self, X_all: np.ndarray, T: np.ndarray, seed: int, weights: np.ndarray) -> None:
-        """Adam on the weighted MSE of standardized targets, cosine-decayed step size (numpy backprop)."""
+        """Adam (scikit-learn ``MLPRegressor``) on ``mean_j w_j (g_j - t_j)^2`` over standardized targets.
+
+        Training on the targets scaled by ``sqrt(w_j)`` is exactly that weighted loss; the scale is folded
+        back into ``_t_scale``: ``psi(x) ~ _student_outputs(x) * _t_scale + _t_mean``.
+        """
         self._x_mean = X_all.mean(axis=0)
         self._x_scale = np.where(X_all.std(axis=0) > 0, X_all.std(axis=0), 1.0)
         self._t_mean = T.mean(axis=0)
-        self._t_scale = np.where(T.std(axis=0) > 0, T.std(axis=0), 1.0)
+        t_std = np.where(T.std(axis=0) > 0, T.std(axis=0), 1.0)
+        root_w = np.sqrt(weights)
         Xs = (X_all - self._x_mean) / self._x_scale
-        Ts = (T - self._t_mean) / self._t_scale
-        self.weights_, self.biases_ = _train_mlp(
-            Xs,
-            Ts,
-            weights,
-            tuple(int(h) for h in self.hidden_layer_sizes),
-            self.activation,
-            int(self.max_epochs),
-            int(self.batch_size),
-            float(self.learning_rate),
-            np.random.default_rng(seed),
+        Ts = (T - self._t_mean) / t_std * root_w
+        self.student_ = MLPRegressor(
+            hidden_layer_sizes=tuple(int(h) for h in self.hidden_layer_sizes),
+            activation=self.activation,
+            solver="adam",
+            alpha=float(self.alpha),
+            batch_size=min(int(self.batch_size), Xs.shape[0]),
+            learning_rate_init=float(self.learning_rate),
+            max_iter=int(self.max_epochs),
+            n_iter_no_change=10,
+            tol=1e-5,
+            random_state=seed,
         )
+        with warnings.catch_warnings():  # max_epochs is a budget, not a convergence promise
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            self.student_.fit(Xs, Ts[:, 0] if Ts.shape[1] == 1 else Ts)
+        self._t_scale = t_std / root_w
 
     # --- prediction ----------------------------------------------------------------------------------------
     def _student_outputs(self, X: np.ndarray) -> np.ndarray:
-        Xs = (X - self._x_mean) / self._x_scale
-        return _mlp_forward(Xs, self.weights_, self.biases_, self.activation)
+        out = self.student_.predict((X - self._x_mean) / self._x_scale)
+        return out.reshape(X.shape[0], -1)
 
     def _check_input(self, X: Any) -> np.ndarray:
         check_is_fitted(self, "coef_")
@@ -351,7 +368,8 @@ class SpectralForestDistiller(RegressorMixin, BaseEstimator):
         return self.smoother_.apply_table(X, *self._psi_table)
 
     def teacher_predict(self, X: Any, rank: int | None = None) -> np.ndarray:
-        """Teacher smoother ``s(x) y`` (``rank=None``) or its rank-r spectral surrogate ``f_r(x)``."""
+        """Teacher smoother ``s(x) y`` (``rank=None``) or its rank-r spectral surrogate ``f_r(x)`` over the
+        first ``rank`` kept components (in the order of ``components_``)."""
         X = self._check_input(X)
         if rank is None:
             return self.smoother_.apply_table(X, *self._full_table)[:, 0]
