@@ -15,6 +15,8 @@ from neurips26.harness.testing import assert_quick_verdict
 from neurips26.kernels import GraphRandomFeatures, ManifoldRandomFeatures
 from neurips26.kernels.manifold_random_features import (
     farthest_point_sampling,
+    heat_time_to_sigma2,
+    intrinsic_dimension,
     knn_gaussian_graph,
     modulation_function,
 )
@@ -54,6 +56,8 @@ def test_modulation_bad_input():
         modulation_function("gauss", 1.0)
     with pytest.raises(ValueError, match="sigma2"):
         modulation_function("diffusion", -1.0)
+    with pytest.raises(ValueError, match="max_length"):
+        modulation_function("diffusion", 1.0, max_length=-1)
 
 
 # --- GRF: exactness of the target and unbiasedness of the estimator --------------------------------------
@@ -161,6 +165,26 @@ def test_grf_isolated_nodes(sampling):
     assert _rel(K_hat[off], K[off]) < 0.05
 
 
+def test_grf_walk_deposits_are_accumulated_not_stored():
+    """Peak memory stays O(nnz(Phi) + walks): storing one triplet per walk and step (N m L of them) would not."""
+    import tracemalloc
+
+    n = 60
+    W = np.zeros((n, n))
+    for i in range(n):  # a ring with chords: every walk keeps moving
+        W[i, (i + 1) % n] = W[(i + 1) % n, i] = 1.0
+        W[i, (i + 7) % n] = W[(i + 7) % n, i] = 0.5
+    g = GraphRandomFeatures(n_walks=1000, p_halt=0.01, sigma2=40.0, random_state=0)
+    tracemalloc.start()
+    g.fit(W)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    deposits = n * 1000 * 0.6 * len(g.modulation_)  # walks x surviving steps, lower bound (p_halt = 0.01)
+    assert deposits * 24 > 4 * peak  # storing triplets (int64, int64, float64) would need 4x the measured peak
+    assert peak < 20e6
+    assert g.features_.nnz <= n * n
+
+
 def test_grf_deterministic_given_seed():
     W = _random_graph(40, 0.1, 0)
     a = GraphRandomFeatures(n_walks=16, random_state=7).fit(W).features_
@@ -231,6 +255,104 @@ def test_mrf_shapes_and_positivity(small_roll):
     assert np.unique(mrf.anchors_).size == 48 and mrf.cells_.min() >= 0 and mrf.cells_.max() < 48
 
 
+def test_mrf_default_walks_are_the_documented_weighted_ones(small_roll):
+    _, _, mrf = small_roll
+    assert ManifoldRandomFeatures().neighbor_sampling == "weighted"
+    assert mrf.grf_.neighbor_sampling == "weighted"
+    doc = " ".join(ManifoldRandomFeatures.__doc__.split())
+    assert '"weighted"``, the default' in doc
+    assert GraphRandomFeatures().neighbor_sampling == "uniform"  # the GRF papers' estimator, as documented
+
+
+def test_mrf_fit_leaves_the_global_torch_stream_alone():
+    import torch
+
+    rng = np.random.default_rng(1)
+    X = M.swiss_roll_embed(M.sample_rectangle(120, 10.0, rng, quasi=True))
+    state = torch.get_rng_state().clone()
+    a = ManifoldRandomFeatures(n_anchors=8, n_walks=4, n_steps=3, hidden_width=8, random_state=5).fit(X)
+    assert torch.equal(torch.get_rng_state(), state)
+    b = ManifoldRandomFeatures(n_anchors=8, n_walks=4, n_steps=3, hidden_width=8, random_state=5).fit(X)
+    np.testing.assert_array_equal(a.transform(X[:10]), b.transform(X[:10]))
+
+
+def test_intrinsic_dimension_of_flat_pieces():
+    rng = np.random.default_rng(0)
+    line = np.column_stack([rng.random(800), np.zeros(800), np.zeros(800)])
+    plane = (
+        np.column_stack([rng.random((1500, 2)), np.zeros(1500)]) @ np.linalg.qr(rng.normal(size=(3, 3)))[0]
+    )
+    cube = rng.random((3000, 3))
+    assert round(intrinsic_dimension(line)) == 1
+    assert round(intrinsic_dimension(plane)) == 2
+    assert round(intrinsic_dimension(cube)) == 3
+    with pytest.raises(ValueError, match="n_neighbors"):
+        intrinsic_dimension(plane, n_neighbors=1)
+
+
+def test_heat_time_sets_sigma2_near_the_heat_kernel_optimum():
+    """Oracle: the flat torus's closed-form heat kernel. The graph time from heat_time lands near the best one."""
+    rng = np.random.default_rng(0)
+    ab = M.sample_torus(700, rng, quasi=True)
+    X = M.torus_embed(ab)
+    t = 0.2
+    W, h = knn_gaussian_graph(X, 12)
+    s2 = heat_time_to_sigma2(W, h, t, 2)
+    g = GraphRandomFeatures(n_walks=1, sigma2=1.0).fit(W)
+    lam, V = np.linalg.eigh(g.adjacency_normalized_.toarray())
+    s = np.sqrt(g.degree_ / g.degree_.mean())
+    K_true = M.torus_heat_kernel(ab, ab, t)
+
+    def err(sigma2):
+        K = ((V * np.exp(-sigma2 * (1 - lam))) @ V.T) / np.outer(s, s)
+        a = (K * K_true).sum() / (K * K).sum()
+        return _rel(a * K, K_true)
+
+    e = err(s2)
+    assert e < 0.2
+    assert e < err(0.6 * s2) and e < err(1.6 * s2)
+    mrf = ManifoldRandomFeatures(
+        n_neighbors=12, heat_time=t, n_anchors=16, n_walks=2, n_steps=2, hidden_width=4, random_state=0
+    ).fit(X)
+    assert mrf.manifold_dim_ == 2 and mrf.sigma2_ == pytest.approx(s2)
+    assert mrf.grf_.sigma2 == pytest.approx(s2)
+    fixed = ManifoldRandomFeatures(n_neighbors=12, sigma2=3.0, n_anchors=16, n_walks=2, n_steps=2).fit(X)
+    assert fixed.sigma2_ == 3.0 and fixed.manifold_dim_ is None
+    with pytest.raises(ValueError, match="heat_time"):
+        heat_time_to_sigma2(W, h, -1.0, 2)
+    with pytest.raises(ValueError, match="manifold_dim"):
+        heat_time_to_sigma2(W, h, t, 0)
+    with pytest.raises(ValueError, match="bandwidth"):
+        heat_time_to_sigma2(W, 0.0, t, 2)
+
+
+def test_nystrom_extension_reproduces_eigenvectors_on_graph_rows():
+    """Oracle: A v_j = mu_j v_j, so extending with a node's own row of A returns v_j at that node."""
+    from neurips26.kernels.manifold_random_features.experiment import (
+        _out_of_sample_affinity,
+        nystrom_eigenfunctions,
+    )
+
+    W = _random_graph(30, 0.3, 2)
+    g = GraphRandomFeatures(n_walks=1).fit(W)
+    A = g.adjacency_normalized_.toarray()
+    mu, V = np.linalg.eigh(A)
+    top = np.argsort(mu)[::-1][:6]
+    np.testing.assert_allclose(nystrom_eigenfunctions(A[[2, 5, 9]], V[:, top], mu[top]), V[[2, 5, 9]][:, top])
+    # out-of-sample rows: Gaussian weights to the k nearest nodes, normalised by sqrt(d(x) D_i)
+    rng = np.random.default_rng(0)
+    X, Xh = rng.random((40, 2)), rng.random((5, 2))
+    deg = rng.random(40) + 1.0
+    a, dx = _out_of_sample_affinity(X, Xh, 0.3, deg, 4)
+    d = np.linalg.norm(Xh[:, None] - X[None], axis=-1)
+    for i in range(5):
+        nb = np.argsort(d[i])[:4]
+        w = np.exp(-(d[i, nb] ** 2) / 0.09)
+        assert dx[i] == pytest.approx(w.sum())
+        np.testing.assert_allclose(a[i].toarray().ravel()[nb], w / np.sqrt(w.sum() * deg[nb]))
+        assert a[i].nnz == 4
+
+
 def test_mrf_field_approximates_the_node_kernel(small_roll):
     X, _, mrf = small_roll
     K_nodes = mrf.node_kernel()
@@ -273,12 +395,25 @@ def test_mrf_bad_input(small_roll):
         ManifoldRandomFeatures(n_anchors=10, neighbor_sampling="x").fit(X[:100])
     with pytest.raises(ValueError, match="n_steps"):
         ManifoldRandomFeatures(n_anchors=10, n_steps=0).fit(X[:100])
+    for params, match in [
+        ({"sigma2": 0.0}, "sigma2"),
+        ({"heat_time": -2.0}, "heat_time"),
+        ({"heat_time": 1.0, "manifold_dim": 0}, "manifold_dim"),
+        ({"learning_rate": 0.0}, "learning_rate"),
+        ({"hidden_width": 0}, "hidden_width"),
+        ({"kernel": "matern"}, "kernel"),
+        ({"n_walks": 0}, "n_walks"),
+    ]:
+        with pytest.raises(ValueError, match=match):
+            ManifoldRandomFeatures(n_anchors=10, **params).fit(X[:100])
     bad = X[:100].copy()
     bad[0, 0] = np.nan
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="NaN"):
         ManifoldRandomFeatures().fit(bad)
     with pytest.raises(ValueError, match="columns"):
         mrf.transform(X[:5, :2])
+    with pytest.raises(ValueError, match="columns"):
+        mrf.kernel_matrix(X[:5], X[:5, :2])
     from sklearn.exceptions import NotFittedError
 
     with pytest.raises(NotFittedError):

@@ -5,17 +5,26 @@ graph random features (random walks with importance-weighted loads and a modulat
 deconvolution square root of the kernel's power series), and a small neural field that extends them to any point.
 
 - :class:`GraphRandomFeatures`: GRFs of ``exp(-sigma2 L)`` / ``(I + sigma2 L)^{-1}`` on a weighted graph;
-- :class:`ManifoldRandomFeatures`: the full pipeline, ``fit(X)`` then ``transform`` / ``kernel_matrix``;
+- :class:`ManifoldRandomFeatures`: the full pipeline, ``fit(X)`` then ``transform`` / ``kernel_matrix``
+  (``heat_time=t`` sets the graph time from the manifold's heat time);
 - ``manifolds``: Swiss roll, flat torus, sphere and lattice with closed-form heat kernels (the ground truth).
 """
 
 from .graph_random_features import GraphRandomFeatures, modulation_function
-from .manifold_random_features import ManifoldRandomFeatures, farthest_point_sampling, knn_gaussian_graph
+from .manifold_random_features import (
+    ManifoldRandomFeatures,
+    farthest_point_sampling,
+    heat_time_to_sigma2,
+    intrinsic_dimension,
+    knn_gaussian_graph,
+)
 
 __all__ = [
     "GraphRandomFeatures",
     "ManifoldRandomFeatures",
     "farthest_point_sampling",
+    "heat_time_to_sigma2",
+    "intrinsic_dimension",
     "knn_gaussian_graph",
     "modulation_function",
 ]

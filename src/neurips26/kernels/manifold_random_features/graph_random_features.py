@@ -75,6 +75,10 @@ def modulation_function(
         raise ValueError(f"kernel must be one of {KERNELS}, got {kernel!r}")
     if not isinstance(sigma2, Real) or not math.isfinite(sigma2) or sigma2 <= 0:
         raise ValueError(f"sigma2 must be a finite positive number, got {sigma2!r}")
+    if max_length is not None and (
+        isinstance(max_length, bool) or not isinstance(max_length, Integral) or max_length < 0
+    ):
+        raise ValueError(f"max_length must be None or an integer >= 0, got {max_length!r}")
     n_max = 4000 if max_length is None else int(max_length)
     ell = np.arange(n_max + 1, dtype=float)
     if kernel == "diffusion":
@@ -124,6 +128,49 @@ def normalized_adjacency(adjacency) -> tuple[sp.csr_matrix, np.ndarray]:
     A = sp.csr_matrix(A)
     A.sort_indices()
     return A, deg
+
+
+class _DepositAccumulator:
+    """Running sum of walk deposits ``(row, col, value)`` into a sparse matrix, merged as the walks go.
+
+    Each step's deposits are buffered and folded into the CSR sum once the buffer holds as many entries as the
+    sum itself or ``min_chunk`` (the number of walks), so memory stays ``O(nnz(Phi) + walks)`` rather than one
+    triplet per walk and step, and the merging work stays linear in the number of deposits (amortised).
+    """
+
+    def __init__(self, shape: tuple[int, int], min_chunk: int) -> None:
+        self.shape = shape
+        self.min_chunk = int(min_chunk)
+        self.total = sp.csr_matrix(shape, dtype=float)
+        self._rows: list[np.ndarray] = []
+        self._cols: list[np.ndarray] = []
+        self._vals: list[np.ndarray] = []
+        self._buffered = 0
+
+    def add(self, rows: np.ndarray, cols: np.ndarray, vals: np.ndarray) -> None:
+        self._rows.append(rows)
+        self._cols.append(cols)
+        self._vals.append(vals)
+        self._buffered += rows.size
+        if self._buffered >= max(self.total.nnz, self.min_chunk):
+            self._merge()
+
+    def _merge(self) -> None:
+        if not self._buffered:
+            return
+        step = sp.csr_matrix(
+            (np.concatenate(self._vals), (np.concatenate(self._rows), np.concatenate(self._cols))),
+            shape=self.shape,
+        )  # the COO -> CSR conversion sums duplicate (row, col) pairs
+        self.total = self.total + step
+        self._rows, self._cols, self._vals, self._buffered = [], [], [], 0
+
+    def result(self) -> sp.csr_matrix:
+        self._merge()
+        out = sp.csr_matrix(self.total)
+        out.sum_duplicates()
+        out.sort_indices()
+        return out
 
 
 class GraphRandomFeatures(BaseEstimator):
@@ -242,11 +289,9 @@ class GraphRandomFeatures(BaseEstimator):
         start = np.repeat(np.arange(nodes.size), m)  # row of the feature matrix
         cur = np.repeat(nodes, m)
         load = np.full(start.shape, 1.0 / m)  # the 1/m average folded into the load
-        rows, cols, vals = [], [], []
+        deposits = _DepositAccumulator((nodes.size, n), min_chunk=start.size)
         for length in range(len(f)):
-            rows.append(start)
-            cols.append(cur)
-            vals.append(load * f[length])
+            deposits.add(start, cur, load * f[length])
             if length == len(f) - 1:
                 break
             # halt with probability p_halt; isolated nodes cannot move
@@ -266,11 +311,7 @@ class GraphRandomFeatures(BaseEstimator):
                 k = indptr[cur] + np.minimum((u * d).astype(np.int64), d - 1)
                 load = load * data[k] * d / (1.0 - p)
             cur = indices[k]
-        phi = sp.coo_matrix(
-            (np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(nodes.size, n)
-        ).tocsr()
-        phi.sum_duplicates()
-        return phi
+        return deposits.result()
 
     def kernel_matrix(self) -> np.ndarray:
         """The GRF estimate ``Phi Phi^T`` (dense, between the walk start ``nodes_``)."""

@@ -8,7 +8,11 @@ Pipeline (digest stages 1-3):
    symmetric kNN graph with Gaussian weights ``W_ab = exp(-||x_a - x_b||^2 / h^2)``.
 2. **Graph random features.** :class:`GraphRandomFeatures` gives non-negative ``phi(i)`` with
    ``E[phi(i)^T phi(j)] = exp(-sigma2 L)_ij``, ``L = I - D^{-1/2} W D^{-1/2}``; for a fine graph this is, up to one
-   time rescaling ``t = c sigma2 h^2`` and a constant, the manifold heat kernel (graph Laplacian -> Laplace-Beltrami).
+   time rescaling and a constant, the manifold heat kernel at time ``t`` (graph Laplacian -> Laplace-Beltrami).
+   A second-order expansion of ``(L f)(x_i) = f(x_i) - sum_j W_ij f(x_j) / D_i`` gives ``L ~ -(m_i / 2d) Delta``
+   with ``m_i = sum_j W_ij ||x_i - x_j||^2 / D_i`` the weighted mean squared edge length and ``d`` the manifold's
+   dimension, so ``exp(-sigma2 L) ~ exp(t Delta)`` with ``t = sigma2 mean(m) / (2 d)``: ``heat_time=t`` sets
+   ``sigma2`` from the graph itself (:func:`heat_time_to_sigma2`).
 3. **Continuous field.** A small MLP ``F_theta`` on ambient coordinates with a bounded positive output
    (``B * sigmoid``) is fit so that ``F_theta(x_i) ~ psi(i)``, the anchor coordinates of ``phi(i)`` (below); then
    ``k_MRF(x, y) = F_theta(x)^T F_theta(y)`` for any ``x, y`` on the manifold, including points not in the graph.
@@ -23,10 +27,11 @@ Reconstructed parts [R] (the paper's field architecture and loss were not availa
   ``sqrt(D_i / mean(D))``. ``exp(-sigma2 L_sym)_ij ~ sqrt(D_i D_j) k_t(x_i, x_j)``, and ``D`` drops near a
   boundary; the correction keeps the Neumann heat kernel's shape there. Features stay non-negative;
 - the field's loss is the mean squared error on ``psi`` (full batch, Adam, cosine step size), inputs
-  standardised; GRFs default to importance-weighted neighbour sampling (see ``graph_random_features``).
+  standardised; the GRFs default to importance-weighted neighbour sampling (``neighbor_sampling="weighted"``:
+  unbiased, lower variance; ``"uniform"`` is the GRF papers' estimator, see ``graph_random_features``).
 
-Calibrating ``sigma2`` (the graph-time to heat-time rescaling) and the amplitude against a known heat kernel is
-left to the caller (the reproduction does it on training nodes only).
+The kernel is the heat kernel up to one constant factor (the sampling density); the reproduction fits that
+amplitude, and checks the ``heat_time`` rescaling against a calibration of ``sigma2`` on training nodes.
 """
 
 from __future__ import annotations
@@ -69,6 +74,57 @@ def knn_gaussian_graph(
     return sp.csr_matrix(W), float(bandwidth)
 
 
+def intrinsic_dimension(X: np.ndarray, n_neighbors: int = 10) -> float:
+    """Levina-Bickel maximum-likelihood estimate of the intrinsic dimension of the samples ``X``.
+
+    ``1 / mean_i [(1/(k-1)) sum_{j<k} log(T_k(x_i) / T_j(x_i))]`` with ``T_j`` the distance to the ``j``-th
+    neighbour (the MacKay-Ghahramani average of the inverse). It is biased upward by a few tenths for small
+    ``k``; :class:`ManifoldRandomFeatures` rounds it to an integer.
+    """
+    X = check_array(X, ensure_min_samples=3)
+    if (
+        not isinstance(n_neighbors, Integral)
+        or isinstance(n_neighbors, bool)
+        or not 2 <= n_neighbors < X.shape[0]
+    ):
+        raise ValueError(f"n_neighbors must be an integer in [2, n_samples - 1], got {n_neighbors!r}")
+    dist, _ = NearestNeighbors(n_neighbors=n_neighbors + 1).fit(X).kneighbors(X)
+    dist = dist[:, 1:]
+    ok = dist[:, 0] > 0  # coincident points carry no scale information
+    if not ok.any():
+        raise ValueError("X has no two distinct neighbouring points; the dimension is undefined")
+    inv = np.mean(np.log(dist[ok, -1:] / dist[ok, :-1]), axis=1)
+    return float(1.0 / np.mean(inv))
+
+
+def heat_time_to_sigma2(W: sp.spmatrix, bandwidth: float, heat_time: float, manifold_dim: int) -> float:
+    """Graph diffusion time ``sigma2`` whose ``exp(-sigma2 L)`` approximates the heat kernel at ``heat_time``.
+
+    ``W`` is a Gaussian graph (``W_ab = exp(-d_ab^2 / bandwidth^2)``, as from :func:`knn_gaussian_graph`), so the
+    squared edge lengths are ``-bandwidth^2 log W_ab``; ``sigma2 = 2 d t / mean_i m_i`` with
+    ``m_i = sum_j W_ij d_ij^2 / D_i`` (see the module docstring).
+    """
+    for name, v in (("bandwidth", bandwidth), ("heat_time", heat_time)):
+        if isinstance(v, bool) or not isinstance(v, Real) or not math.isfinite(v) or v <= 0:
+            raise ValueError(f"{name} must be a finite positive number, got {v!r}")
+    if isinstance(manifold_dim, bool) or not isinstance(manifold_dim, Integral) or manifold_dim < 1:
+        raise ValueError(f"manifold_dim must be an integer >= 1, got {manifold_dim!r}")
+    W = sp.csr_matrix(W, dtype=float)
+    if W.nnz == 0:
+        raise ValueError("W has no edges")
+    if W.data.min() <= 0 or W.data.max() > 1:
+        raise ValueError("W must hold Gaussian weights in (0, 1]")
+    d2 = W.copy()
+    d2.data = -(bandwidth**2) * np.log(W.data)
+    deg = np.asarray(W.sum(axis=1)).ravel()
+    moment = np.asarray(W.multiply(d2).sum(axis=1)).ravel()
+    has = deg > 0
+    mean_sq = float(np.mean(moment[has] / deg[has]))
+    if mean_sq <= 0:
+        raise ValueError("W's edges all have zero length; the time scale is undefined")
+    return float(2.0 * manifold_dim * heat_time / mean_sq)
+
+
 def farthest_point_sampling(X: np.ndarray, n_points: int, random_state=None) -> np.ndarray:
     """Indices of ``n_points`` rows of ``X`` chosen greedily to be far apart (first one at random)."""
     n = X.shape[0]
@@ -91,10 +147,15 @@ class ManifoldRandomFeatures(TransformerMixin, BaseEstimator):
     ----------
     n_neighbors : kNN graph degree (>= 1).
     bandwidth : Gaussian edge bandwidth ``h``; ``None`` = median distance to the ``n_neighbors``-th neighbour.
-    sigma2 : graph diffusion time (> 0).
+    sigma2 : graph diffusion time (> 0); used when ``heat_time`` is None.
+    heat_time : heat-kernel time ``t`` on the manifold (> 0, in the squared units of ``X``); when given,
+        ``sigma2`` is set from the graph by :func:`heat_time_to_sigma2` and the ``sigma2`` argument is ignored.
+    manifold_dim : the manifold's dimension for ``heat_time``; ``None`` estimates it
+        (:func:`intrinsic_dimension`, rounded).
     kernel : ``"diffusion"`` or ``"regularized_laplacian"`` (see :class:`GraphRandomFeatures`).
     n_walks, p_halt, neighbor_sampling : GRF walks per node, halting probability and neighbour choice
-        (``"weighted"``: proportional to ``A[u, v]``, a lower-variance unbiased variant; ``"uniform"``: as in GRF).
+        (``"weighted"``, the default: proportional to ``A[u, v]``, a lower-variance unbiased variant;
+        ``"uniform"``: each neighbour alike, as in the GRF papers).
     n_anchors : feature dimension ``r`` (<= number of training points); ``None`` uses every node.
     degree_normalization : divide ``phi(i)`` by ``sqrt(D_i / mean D)`` (see module docstring).
     hidden_width, n_hidden : MLP width (>= 1) and number of hidden layers (>= 1).
@@ -108,7 +169,8 @@ class ManifoldRandomFeatures(TransformerMixin, BaseEstimator):
     anchors_ : indices of the anchor nodes; ``cells_``: each node's anchor cell.
     node_features_ : ``(N, r)`` pooled GRF coordinates ``psi`` (the field's training targets).
     bound_ : upper bound of every feature returned by :meth:`transform`.
-    bandwidth_ : the graph bandwidth used.
+    bandwidth_ : the graph bandwidth used. sigma2_ : the graph diffusion time used.
+    manifold_dim_ : the dimension used to convert ``heat_time`` (None without ``heat_time``).
     degree_scale_ : ``sqrt(D_i / mean D)`` (ones without degree normalisation).
     loss_curve_ : training loss per step (relative to ``mean(psi^2)``).
     """
@@ -118,10 +180,12 @@ class ManifoldRandomFeatures(TransformerMixin, BaseEstimator):
         n_neighbors: int = 10,
         bandwidth: float | None = None,
         sigma2: float = 4.0,
+        heat_time: float | None = None,
+        manifold_dim: int | None = None,
         kernel: str = "diffusion",
         n_walks: int = 64,
         p_halt: float = 0.03,
-        neighbor_sampling: str = "uniform",
+        neighbor_sampling: str = "weighted",
         n_anchors: int | None = 256,
         degree_normalization: bool = True,
         hidden_width: int = 128,
@@ -134,6 +198,8 @@ class ManifoldRandomFeatures(TransformerMixin, BaseEstimator):
         self.n_neighbors = n_neighbors
         self.bandwidth = bandwidth
         self.sigma2 = sigma2
+        self.heat_time = heat_time
+        self.manifold_dim = manifold_dim
         self.kernel = kernel
         self.n_walks = n_walks
         self.p_halt = p_halt
@@ -166,6 +232,10 @@ class ManifoldRandomFeatures(TransformerMixin, BaseEstimator):
         if self.n_anchors is not None:
             _int("n_anchors", 1, n)
         _pos("sigma2")
+        if self.heat_time is not None:
+            _pos("heat_time")
+        if self.manifold_dim is not None:
+            _int("manifold_dim", 1)
         _pos("learning_rate")
         _pos("output_bound", 1.0)
         if not isinstance(self.p_halt, Real) or not 0.0 < self.p_halt < 1.0:
@@ -185,10 +255,20 @@ class ManifoldRandomFeatures(TransformerMixin, BaseEstimator):
         self._validate_params(n)
         rng = _as_generator(self.random_state)
         W, self.bandwidth_ = knn_gaussian_graph(X, self.n_neighbors, self.bandwidth)
+        if self.heat_time is None:
+            self.manifold_dim_ = None
+            self.sigma2_ = float(self.sigma2)
+        else:
+            self.manifold_dim_ = (
+                int(self.manifold_dim)
+                if self.manifold_dim is not None
+                else max(1, round(intrinsic_dimension(X, min(10, n - 1))))
+            )
+            self.sigma2_ = heat_time_to_sigma2(W, self.bandwidth_, float(self.heat_time), self.manifold_dim_)
         self.grf_ = GraphRandomFeatures(
             n_walks=self.n_walks,
             p_halt=self.p_halt,
-            sigma2=self.sigma2,
+            sigma2=self.sigma2_,
             kernel=self.kernel,
             neighbor_sampling=self.neighbor_sampling,
             random_state=rng,
@@ -227,18 +307,19 @@ class ManifoldRandomFeatures(TransformerMixin, BaseEstimator):
 
         # --- stage 3: the continuous field F_theta (positive, bounded output) ---------------------------
         seed = int(rng.integers(2**31 - 1))
-        torch.manual_seed(seed)
         self.x_mean_ = X.mean(axis=0)
         self.x_scale_ = X.std(axis=0).mean() + 1e-12
         self.target_scale_ = float(psi.max()) if psi.max() > 0 else 1.0
         self.bound_ = float(self.output_bound * self.target_scale_)
-        layers: list[torch.nn.Module] = []
-        width_in = X.shape[1]
-        for _ in range(self.n_hidden):
-            layers += [torch.nn.Linear(width_in, self.hidden_width), torch.nn.SiLU()]
-            width_in = self.hidden_width
-        layers.append(torch.nn.Linear(width_in, r))
-        net = torch.nn.Sequential(*layers)  # float32: the targets need no more precision
+        with torch.random.fork_rng(devices=[]):  # seeded initialisation without touching the global stream
+            torch.manual_seed(seed)
+            layers: list[torch.nn.Module] = []
+            width_in = X.shape[1]
+            for _ in range(self.n_hidden):
+                layers += [torch.nn.Linear(width_in, self.hidden_width), torch.nn.SiLU()]
+                width_in = self.hidden_width
+            layers.append(torch.nn.Linear(width_in, r))
+            net = torch.nn.Sequential(*layers)  # float32: the targets need no more precision
         with torch.no_grad():  # start near the mean target so the sigmoid is not saturated at step 0
             mean_t = float(np.clip(psi.mean() / self.bound_, 1e-6, 0.5))
             net[-1].bias.fill_(math.log(mean_t / (1 - mean_t)))
