@@ -2,9 +2,10 @@
 
 from .dask_fit import fit_dask_array, predict_dask_array
 from .kernel_kmeans import KernelKMeans, MiniBatchKernelKMeans, kernel_kmeans_plusplus
-from .kernels import median_heuristic_gamma
+from .kernels import HeatKernel, median_heuristic_gamma
 
 __all__ = [
+    "HeatKernel",
     "KernelKMeans",
     "MiniBatchKernelKMeans",
     "fit_dask_array",
