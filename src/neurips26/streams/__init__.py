@@ -7,9 +7,11 @@ _EXPORTS = {
     "sketch_dask": ".maxsketch",
     "LogLinearCalibration": ".maxsketch",
     "estimate_noise_scale": ".maxsketch",
+    "estimate_from_maxima": ".maxsketch",
     "entropy_rate": ".hk_entropy_filter",
     "EntropyRateFilter": ".hk_entropy_filter",
     "match_lengths": ".hk_entropy_filter",
+    "entropy_from_match_lengths": ".hk_entropy_filter",
     "naive_match_lengths": ".hk_entropy_filter",
     "stdlib_docstrings": ".hk_entropy_filter",
 }

@@ -8,13 +8,20 @@ arrays), :mod:`.filter`, :mod:`.ngram_lm` (the small trigram LM of the scaled-do
 """
 
 from .filter import EntropyRateFilter
-from .hk_estimator import entropy_rate, match_lengths, naive_match_lengths, tokenize
+from .hk_estimator import (
+    entropy_from_match_lengths,
+    entropy_rate,
+    match_lengths,
+    naive_match_lengths,
+    tokenize,
+)
 from .ngram_lm import TrigramLM
 from .stdlib_corpus import stdlib_docstrings
 
 __all__ = [
     "EntropyRateFilter",
     "TrigramLM",
+    "entropy_from_match_lengths",
     "entropy_rate",
     "match_lengths",
     "naive_match_lengths",

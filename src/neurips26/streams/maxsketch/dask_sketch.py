@@ -20,7 +20,7 @@ import numpy as np
 from .maxsketch import MaxSketch
 
 
-def _sketch_bytes(block, dim: int, n_projections: int, seed: int, noise_scale: float) -> bytes:
+def _sketch_bytes(block, dim: int, n_projections: int, seed: int, noise_scale: float | str) -> bytes:
     sketch = MaxSketch(dim, n_projections, seed, noise_scale=noise_scale)
     batch = np.asarray(list(block) if not isinstance(block, np.ndarray) else block)
     if batch.size:  # empty partitions contribute nothing
@@ -37,9 +37,12 @@ def _merge_bytes(parts) -> bytes:
 
 
 def sketch_dask(
-    data, dim: int, n_projections: int = 1024, seed: int = 0, noise_scale: float = 0.0
+    data, dim: int, n_projections: int = 1024, seed: int = 0, noise_scale: float | str = "auto"
 ) -> MaxSketch:
     """Sketch a Dask array (n x dim, row blocks) or a Dask bag of dim-vectors, partition by partition.
+
+    The result is the single-process sketch of the same vectors (maxima, view registers and near-duplicate
+    reservoir all merge exactly), so its default estimate is the same too, however the data is partitioned.
 
     Raises ``TypeError`` for anything else and ``ValueError`` (from the workers' ``update``) for vectors of the
     wrong dimension or with NaN/inf.

@@ -8,9 +8,9 @@ standard max-stable sketch math.
 Model. Each stream item ``x_t`` is a unit-norm noisy view of one of ``n`` latent objects with centres ``u_o``;
 centres are nearly orthogonal and ``||x_t - u_o|| <= delta`` (small).
 
-Sketch (max-linear). ``m`` directions ``g_j = h_j / ||h_j||`` with ``h_j ~ N(0, I_d)`` regenerated from the
-seed in chunks (never stored). State ``S_j = max_t <g_j, x_t>`` (``m`` floats). Merging is the elementwise
-maximum; repeats and order of the items do not change the state.
+Sketch (max-linear). ``m`` directions ``g_j = h_j / ||h_j||`` with ``h_j ~ N(0, I_d)``, derived from the seed
+(generated once per process and cached; never serialised). State ``S_j = max_t <g_j, x_t>`` (``m`` float32).
+Merging is the elementwise maximum; repeats and order of the items do not change the state.
 
 Estimator [R]. For fixed ``j`` the values ``<g_j, u_o>`` over isotropic, independent centres are i.i.d. with the
 law of one coordinate of a uniform point on the sphere ``S^{d-1}``,
@@ -29,33 +29,49 @@ an incomplete beta function (never as one minus the CDF), because ``F_d(S_j)`` i
 
 Noise correction [R]. Noisy views add a positive bias: an object seen ``r`` times contributes the maximum over
 ``r`` noisy copies. With a view model ``<g, x> = rho <g, u> + tau e / sqrt(d)`` (``e ~ N(0, 1)``,
-``rho = sqrt(1 - tau^2)``, ``tau`` = ``noise_scale``, estimated by :func:`estimate_noise_scale` from pairs of
-views of the same object as ``tau^2 = E||x - x'||^2 / 2``), the per-object law becomes
+``rho = sqrt(1 - tau^2)``, ``tau`` = the noise scale), the per-object law becomes
 
     1 - F_{d,tau,r}(s) = E_M[ 1 - F_d((s - tau M / sqrt(d)) / rho) ],   M = max of r standard normals,
 
-computed by quadrature over ``M``, mixed over the number of views ``r`` of an object: zero-truncated
-Poisson with mean ``n_items / n_hat`` (Poisson sightings; solved by fixed-point iteration) or a fixed ``r``.
-The sketch therefore also counts its items. That count is the only part of the state that duplicated items
-change, and only the noise-corrected estimate reads it. Limits (measured in the experiment): the correction
-assumes isotropic Gaussian view noise; on MiniLM sentence embeddings, whose view noise is not isotropic, it
-over-corrects, and the calibration below is what works there.
+computed by quadrature over ``M``, mixed over the number of views ``r`` of an object: zero-truncated Poisson
+with mean ``N_views / n_hat`` (solved by fixed-point iteration) or a fixed ``r``.
+
+Both inputs of the correction come from the sketch state itself, and neither changes when items repeat:
+
+- ``N_views``, the number of *distinct* observations, is a HyperLogLog over a 64-bit hash of each unit vector's
+  float32 bytes (``2**12`` one-byte registers, merged by elementwise maximum);
+- ``tau`` comes from the digest's "reservoir of near-duplicate pairs": for each of the first ``reservoir``
+  directions the sketch keeps its ``4`` largest-projecting distinct observations (exact top-4, merged by taking
+  the top-4 of the union), each stored as ``1024`` sign bits on random hyperplanes, which give the angle
+  between two of them. The top observations of a direction are mostly views of the few objects that project
+  highest on it, so the lists hold pairs of views of one object. A pair is a near-duplicate when it is much
+  closer than two *different* objects with the same projections could be (``||x - x'||^2 ~ 2 - 2 s_a s_b``
+  for near-orthogonal objects, spread ``2 / sqrt(d)``) and closer than ``pair_radius``;
+  ``tau^2 = mean ||x - x'||^2 / 2`` over those pairs.
+
+So ``noise_scale="auto"`` (the default) counts objects, not views, on a stream of noisy views, and a sketch of
+the same stream fed twice, or a merge of overlapping sketches, is bit-for-bit the sketch of their union. Limits
+(measured in the experiment): the correction assumes isotropic Gaussian view noise and Poisson-like view
+counts; heavy-tailed (Zipf) view counts and noise confined to a low-dimensional subspace are reported there.
 
 Calibration [R] (the paper's "generalises beyond the training regime"): :class:`LogLinearCalibration` fits a
 monotone map ``log n = a + b log n_hat`` on streams with small, known ``n`` and is applied to larger streams.
 
-Memory: ``m`` floats (plus the seed, the dimension and the item count). Time: ``O(m d)`` per item, done as a
-matrix product per batch; every :meth:`MaxSketch.update` call regenerates the ``d x m`` directions chunk by
-chunk, so feed batches rather than single vectors. Query ``O(m)``.
+Memory: ``4 m`` bytes of maxima + ``4096`` bytes of view-count registers + ``reservoir * 4 * 140`` bytes of
+near-duplicate reservoir (:attr:`MaxSketch.memory_bytes`: 26,112 bytes at m = 1024). Time: ``O(m d)`` per item, one float32 matrix
+product per batch plus a few passes over it; the directions are cached, so single-vector updates do not
+regenerate them. Query ``O(m)``.
 """
 
 from __future__ import annotations
 
 import struct
+import threading
 from collections.abc import Sequence
+from functools import lru_cache
 
 import numpy as np
-from scipy import optimize, special
+from scipy import special
 
 __all__ = [
     "LogLinearCalibration",
@@ -67,9 +83,16 @@ __all__ = [
 
 _CHUNK = 256  # directions generated per chunk; part of the sketch's identity (first m' directions are shared)
 _MAGIC = b"MXSK"
-_VERSION = 1
-_HEADER = struct.Struct("<4sBQQQq")  # magic, version, dim, n_projections, seed, n_items
-_NOISE_GRID = np.linspace(-7.0, 7.0, 141)  # quadrature nodes for the noise maximum M
+_VERSION = 2
+# magic, version, dim, n_projections, seed, reservoir, depth, coords, hll precision, noise_scale, pair_radius
+_HEADER = struct.Struct("<4sBQQQHHHBdd")
+_NOISE_GRID = np.linspace(-7.0, 7.0, 57)  # quadrature nodes for the noise maximum M (error < 1e-8)
+_HLL_P = 12  # view-count HyperLogLog: 2**12 one-byte registers (relative error ~ 1.04 / 64)
+_DEPTH = 4  # top observations kept per reservoir direction
+_SIGN_BITS = 1024  # sign bits (random hyperplanes) stored per reservoir observation: its angle to the others
+_MIN_PAIRS = 3  # fewer near-duplicate pairs than this: the stream is taken as noise-free
+_TILE = 4096  # rows projected at once (bounds the memory of one update)
+_U64 = np.uint64
 
 
 def _check_int(value: object, name: str, low: int, high: int | None = None) -> int:
@@ -82,64 +105,120 @@ def _check_int(value: object, name: str, low: int, high: int | None = None) -> i
     return value
 
 
-def _check_noise_scale(noise_scale: float) -> float:
+def _check_noise_scale(noise_scale: object, allow_auto: bool = True) -> float | str:
+    if isinstance(noise_scale, str):
+        if allow_auto and noise_scale == "auto":
+            return "auto"
+        raise ValueError(f"noise_scale must be 'auto' or a number in [0, 1), got {noise_scale!r}")
+    if isinstance(noise_scale, bool):
+        raise TypeError("noise_scale must be 'auto' or a real number, got bool")
     try:
-        tau = float(noise_scale)
+        tau = float(noise_scale)  # type: ignore[arg-type]
     except (TypeError, ValueError):
-        raise TypeError(f"noise_scale must be a real number, got {type(noise_scale).__name__}") from None
+        raise TypeError(
+            f"noise_scale must be 'auto' or a real number, got {type(noise_scale).__name__}"
+        ) from None
     if not (0.0 <= tau < 1.0):
-        raise ValueError(f"noise_scale must be in [0, 1), got {noise_scale!r}")
+        raise ValueError(f"noise_scale must be in [0, 1) (or 'auto'), got {noise_scale!r}")
     return tau
 
 
-def sphere_coordinate_logsf(s: np.ndarray, dim: int) -> np.ndarray:
+# --- the null law ---------------------------------------------------------------------------------------------
+def sphere_coordinate_logsf(s: np.ndarray | float, dim: int) -> np.ndarray:
     """``log P(<g, u> > s)`` for ``u`` uniform on the unit sphere of ``R^dim`` and a fixed unit ``g``.
 
     ``P(<g, u> > s) = I_{(1-s)/2}((d-1)/2, (d-1)/2)``; evaluated without cancellation for ``s`` near 1.
+    ``s`` must lie in [-1, 1] (values within 1e-6 outside, from rounding, are clipped).
     """
-    s = np.clip(np.asarray(s, dtype=np.float64), -1.0, 1.0)
+    dim = _check_int(dim, "dim", 2)
+    s = np.asarray(s, dtype=np.float64)
+    if not np.all(np.isfinite(s)):
+        raise ValueError("s must be finite")
+    if np.any(np.abs(s) > 1.0 + 1e-6):
+        raise ValueError(
+            f"s must lie in [-1, 1] (a projection of unit vectors), got max |s| = {np.abs(s).max()}"
+        )
+    s = np.clip(s, -1.0, 1.0)
     a = 0.5 * (dim - 1)
     with np.errstate(divide="ignore"):
         return np.log(special.betainc(a, a, 0.5 * (1.0 - s)))
 
 
-def _noise_logsf_table(s: np.ndarray, dim: int, noise_scale: float) -> np.ndarray:
-    """``log(1 - F_d((s_j - tau u_k / sqrt(d)) / rho))`` on the quadrature nodes ``u_k``, shape (m, K)."""
-    rho = np.sqrt(1.0 - noise_scale**2)
-    shifted = (s[:, None] - noise_scale * _NOISE_GRID[None, :] / np.sqrt(dim)) / rho
-    return sphere_coordinate_logsf(shifted, dim)
+@lru_cache(maxsize=16)
+def _logsf_grid(dim: int) -> tuple[np.ndarray, np.ndarray]:
+    """``log P(<g, u> > s)`` on a fine grid of ``s`` (linear interpolation error < 1e-6 for |s| <= 0.9)."""
+    s = np.linspace(-0.9, 0.9, 2**15 + 1)
+    a = 0.5 * (dim - 1)
+    return s, np.log(special.betainc(a, a, 0.5 * (1.0 - s)))
 
 
-def _log_max_density(u: np.ndarray, r: np.ndarray | float) -> np.ndarray:
-    """log density of the maximum of ``r`` standard normals at ``u`` (broadcast over ``r``)."""
-    return np.log(r) - 0.5 * u**2 - 0.5 * np.log(2 * np.pi) + (r - 1.0) * special.log_ndtr(u)
+def _logsf_fast(s: np.ndarray, dim: int) -> np.ndarray:
+    """:func:`sphere_coordinate_logsf` by interpolation where it is accurate, exactly elsewhere."""
+    grid, values = _logsf_grid(dim)
+    s = np.clip(s, -1.0, 1.0)
+    out = np.interp(s, grid, values)
+    far = np.abs(s) > 0.9
+    if far.any():
+        a = 0.5 * (dim - 1)
+        with np.errstate(divide="ignore"):
+            out[far] = np.log(special.betainc(a, a, 0.5 * (1.0 - s[far])))
+    return out
 
 
-def _views_log_pmf(mean_views: float, views_model: str) -> tuple[np.ndarray, np.ndarray]:
-    """Support and log-probabilities of the number of views of one object, given its mean."""
-    if views_model == "fixed" or mean_views <= 1.0 + 1e-9:
-        return np.array([max(mean_views, 1.0)]), np.zeros(1)
-    # zero-truncated Poisson(lam) with mean lam / (1 - exp(-lam)) = mean_views (Poisson sightings, seen >= 1)
-    lam = optimize.brentq(lambda t: t / -np.expm1(-t) - mean_views, 1e-9, mean_views + 1.0)
-    k = np.arange(1, int(mean_views + 12 * np.sqrt(mean_views) + 12))
-    log_pmf = k * np.log(lam) - lam - special.gammaln(k + 1) - np.log(-np.expm1(-lam))
-    return k.astype(np.float64), log_pmf
+# --- the noise correction -------------------------------------------------------------------------------------
+def _ztp_lambda(mean: np.ndarray) -> np.ndarray:
+    """Zero-truncated Poisson rate with the given means (> 1): solves lam / (1 - exp(-lam)) = mean (Newton)."""
+    lam = np.maximum(mean - np.exp(-mean), 1e-6)
+    for _ in range(60):
+        e = np.exp(-lam)
+        g = lam / -np.expm1(-lam) - mean
+        dg = (1.0 - e - lam * e) / np.expm1(-lam) ** 2
+        step = g / dg
+        lam = np.maximum(lam - step, 1e-9)
+        if np.all(np.abs(step) < 1e-12 * np.maximum(lam, 1.0)):
+            break
+    return lam
 
 
-def _object_tail(logsf_table: np.ndarray, mean_views: float, views_model: str) -> np.ndarray:
-    """``1 - F_{d,tau,r}(s_j)`` for one object's maximum over its noisy views (module docstring)."""
+def _views_pmf(mean_views: np.ndarray, views_model: str = "poisson") -> tuple[np.ndarray, np.ndarray]:
+    """Support ``k`` (K,) and zero-truncated Poisson probabilities (G, K) of an object's number of views."""
+    mean_views = np.maximum(mean_views, 1.0)
+    top = float(mean_views.max())
+    k = np.arange(1, int(top + 12 * np.sqrt(top) + 12), dtype=np.float64)
+    pmf = np.zeros((mean_views.size, k.size))
+    poisson = mean_views > 1.0 + 1e-9
+    pmf[~poisson, 0] = 1.0
+    if poisson.any():
+        lam = _ztp_lambda(mean_views[poisson])[:, None]
+        log_pmf = k[None, :] * np.log(lam) - lam - special.gammaln(k + 1)[None, :] - np.log(-np.expm1(-lam))
+        pmf[poisson] = np.exp(log_pmf)
+    return k, pmf
+
+
+def _max_density(k: np.ndarray) -> np.ndarray:
+    """Density ``k phi(u) Phi(u)^(k-1)`` of the maximum of ``k`` standard normals on the quadrature nodes, one
+    row per ``k`` (a real ``k >= 1`` gives the law with CDF ``Phi^k``: "fixed" views)."""
     u = _NOISE_GRID
-    k, log_pmf = _views_log_pmf(mean_views, views_model)
-    log_f = special.logsumexp(log_pmf[:, None] + _log_max_density(u[None, :], k[:, None]), axis=0)
-    return np.exp(special.logsumexp(logsf_table + log_f[None, :], axis=1)) * (u[1] - u[0])
+    k = np.asarray(k, dtype=np.float64)
+    log_d = (
+        np.log(k)[..., None]
+        - 0.5 * u**2
+        - 0.5 * np.log(2 * np.pi)
+        + (k[..., None] - 1.0) * special.log_ndtr(u)
+    )
+    return np.exp(log_d)
 
 
-def _rate(exp_values: np.ndarray, method: str, n_groups: int) -> float:
-    """Rate estimate of i.i.d. Exponential(n) values: ``(k - 1) / sum`` (or its median over groups)."""
+def _rate(exp_values: np.ndarray, method: str, n_groups: int) -> np.ndarray:
+    """Rate estimates of rows of i.i.d. Exponential(n) values: ``(k - 1) / sum`` (or its median over groups)."""
     if method == "mle":
-        return (exp_values.size - 1) / exp_values.sum()
-    groups = np.array_split(exp_values, n_groups)
-    return float(np.median([(g.size - 1) / g.sum() for g in groups]))
+        return (exp_values.shape[1] - 1) / exp_values.sum(axis=1)
+    groups = np.array_split(exp_values, n_groups, axis=1)
+    return np.median(np.stack([(g.shape[1] - 1) / g.sum(axis=1) for g in groups]), axis=0)
+
+
+def _exp_values(tail: np.ndarray) -> np.ndarray:
+    return np.maximum(-np.log1p(-np.minimum(tail, 1.0 - 1e-16)), 1e-300)
 
 
 def estimate_from_maxima(
@@ -147,65 +226,85 @@ def estimate_from_maxima(
     dim: int,
     *,
     noise_scale: float = 0.0,
-    n_items: int | None = None,
+    n_views: float | np.ndarray | None = None,
     views_model: str = "poisson",
     method: str = "mle",
     n_groups: int = 8,
-    max_iter: int = 50,
-    tol: float = 1e-6,
-) -> float:
+    max_iter: int = 60,
+    tol: float = 1e-7,
+) -> float | np.ndarray:
     """Distinct-object estimate from the projection maxima ``S_j`` (module docstring, estimator).
 
     Parameters
     ----------
-    maxima : array of shape (m,), ``S_j = max_t <g_j, x_t>`` for unit directions ``g_j``.
+    maxima : array of shape (m,), ``S_j = max_t <g_j, x_t>`` for unit directions ``g_j``; or shape (G, m):
+        G independent sketches of the same size, estimated at once (returns an array of G estimates).
     dim : ambient dimension ``d >= 2``.
     noise_scale : ``tau`` in [0, 1); 0 is the pure model (every view lies on its object's centre).
-    n_items : number of stream items, needed when ``noise_scale > 0`` (mean views = n_items / n_hat).
-    views_model : law of the number of views of one object given the mean ``r``: ``"poisson"``
+    n_views : number of distinct observations in the stream (per sketch when ``maxima`` is 2-D), needed when
+        ``noise_scale > 0``: the mean number of views of an object is ``n_views / n_hat``.
+    views_model : law of the number of views of one object given its mean ``r``: ``"poisson"``
         (zero-truncated Poisson, i.e. Poisson sightings of objects seen at least once) or ``"fixed"``
         (every object seen ``r`` times; biased low when the counts vary, by Jensen's inequality).
     method : ``"mle"`` (``(m - 1) / sum E_j``) or ``"median_of_means"`` (median over ``n_groups`` groups).
     """
-    maxima = np.asarray(maxima, dtype=np.float64)
-    if maxima.ndim != 1 or maxima.size < 2:
-        raise ValueError(f"maxima must be a 1-D array with at least 2 values, got shape {maxima.shape}")
-    if not np.all(np.isfinite(maxima)):
+    arr = np.asarray(maxima, dtype=np.float64)
+    single = arr.ndim == 1
+    if arr.ndim not in (1, 2) or arr.shape[-1] < 2 or arr.size == 0:
+        raise ValueError(f"maxima must have shape (m,) or (G, m) with m >= 2, got shape {arr.shape}")
+    if not np.all(np.isfinite(arr)):
         raise ValueError("maxima must be finite (an empty sketch has no estimate)")
+    if np.any(np.abs(arr) > 1.0 + 1e-6):
+        raise ValueError("maxima must lie in [-1, 1] (maxima of projections of unit vectors)")
+    arr = np.atleast_2d(arr)
     dim = _check_int(dim, "dim", 2)
-    tau = _check_noise_scale(noise_scale)
+    tau = _check_noise_scale(noise_scale, allow_auto=False)
     if method not in ("mle", "median_of_means"):
         raise ValueError(f"method must be 'mle' or 'median_of_means', got {method!r}")
     if method == "median_of_means":
-        n_groups = _check_int(n_groups, "n_groups", 1, maxima.size // 2)
+        n_groups = _check_int(n_groups, "n_groups", 1, arr.shape[1] // 2)
     if views_model not in ("poisson", "fixed"):
         raise ValueError(f"views_model must be 'poisson' or 'fixed', got {views_model!r}")
-    if tau > 0.0:
-        if n_items is None:
-            raise ValueError("n_items is required when noise_scale > 0")
-        n_items = _check_int(n_items, "n_items", 1)
-
     if tau == 0.0:
-        tail = np.exp(sphere_coordinate_logsf(maxima, dim))
-    else:
-        table = _noise_logsf_table(maxima, dim, tau)
+        out = _rate(_exp_values(np.exp(sphere_coordinate_logsf(arr, dim))), method, n_groups)
+        return float(out[0]) if single else out
+    if n_views is None:
+        raise ValueError("n_views is required when noise_scale > 0")
+    views = np.broadcast_to(np.asarray(n_views, dtype=np.float64), (arr.shape[0],)).copy()
+    if not np.all(np.isfinite(views)) or np.any(views < 1):
+        raise ValueError(f"n_views must be finite and >= 1, got {n_views!r}")
+    out = np.empty(arr.shape[0])
+    for lo in range(0, arr.shape[0], 8):  # bounded memory: (8, m, nodes) tables at a time
+        out[lo : lo + 8] = _corrected(
+            arr[lo : lo + 8], dim, tau, views[lo : lo + 8], views_model, method, n_groups, max_iter, tol
+        )
+    return float(out[0]) if single else out
 
-    def n_hat_given(views: float) -> float:
-        t = tail if tau == 0.0 else _object_tail(table, views, views_model)
-        exp_values = -np.log1p(-np.minimum(t, 1.0 - 1e-16))
-        exp_values = np.maximum(exp_values, 1e-300)
-        return _rate(exp_values, method, n_groups)
 
-    if tau == 0.0:
-        return float(n_hat_given(1.0))
-    n_hat = n_hat_given(1.0)  # upper bound: the least correction
+def _corrected(maxima, dim, tau, n_views, views_model, method, n_groups, max_iter, tol) -> np.ndarray:
+    """Noise-corrected estimates of G sketches (rows of ``maxima``), by fixed-point iteration on the mean views."""
+    rho = np.sqrt(1.0 - tau**2)
+    du = _NOISE_GRID[1] - _NOISE_GRID[0]
+    shifted = (maxima[:, :, None] - tau * _NOISE_GRID[None, None, :] / np.sqrt(dim)) / rho
+    table = np.exp(_logsf_fast(shifted.ravel(), dim)).reshape(shifted.shape)  # (G, m, nodes)
+
+    def n_hat_given(mean_views: np.ndarray) -> np.ndarray:
+        if views_model == "fixed":
+            f = _max_density(np.maximum(mean_views, 1.0))  # (G, nodes)
+        else:
+            k, pmf = _views_pmf(mean_views, views_model)
+            f = pmf @ _max_density(k)  # (G, K) @ (K, nodes)
+        tail = np.einsum("gju,gu->gj", table, f) * du
+        return _rate(_exp_values(tail), method, n_groups)
+
+    n_hat = n_hat_given(np.ones(maxima.shape[0]))  # upper bound: the least correction
     for _ in range(max_iter):
-        views = max(1.0, n_items / n_hat)
-        new = n_hat_given(views)
-        if abs(np.log(new / n_hat)) < tol:
-            return float(new)
+        new = n_hat_given(np.maximum(1.0, n_views / n_hat))
+        done = np.abs(np.log(new / n_hat)) < tol
         n_hat = new
-    return float(n_hat)
+        if done.all():
+            break
+    return n_hat
 
 
 def estimate_noise_scale(views_a: np.ndarray, views_b: np.ndarray) -> float:
@@ -213,10 +312,11 @@ def estimate_noise_scale(views_a: np.ndarray, views_b: np.ndarray) -> float:
 
     Rows of ``views_a`` and ``views_b`` are two views of the same object (unit-normalised here). For a unit
     direction ``g`` uniform on the sphere, ``E <g, x - x'>^2 = ||x - x'||^2 / d``, so ``tau / sqrt(d)`` is the
-    standard deviation of the per-view projection noise used by the noise correction.
+    standard deviation of the per-view projection noise used by the noise correction. A sketch estimates the
+    same quantity from its own stream (:attr:`MaxSketch.noise_scale_`); this function is for labelled pairs.
     """
-    a = _as_batch(views_a, None, "views_a")
-    b = _as_batch(views_b, a.shape[1], "views_b")
+    a = _as_batch(views_a, None, "views_a").astype(np.float64)
+    b = _as_batch(views_b, a.shape[1], "views_b").astype(np.float64)
     if a.shape[0] != b.shape[0]:
         raise ValueError(
             f"views_a and views_b must have the same number of rows, got {a.shape[0]}, {b.shape[0]}"
@@ -227,7 +327,85 @@ def estimate_noise_scale(views_a: np.ndarray, views_b: np.ndarray) -> float:
     return float(min(np.sqrt(tau2), 0.99))
 
 
-def _as_batch(x: np.ndarray, dim: int | None, name: str = "x") -> np.ndarray:
+# --- hashing ----------------------------------------------------------------------------------------------------
+def _splitmix64(z: np.ndarray) -> np.ndarray:
+    z = z.astype(_U64, copy=True)
+    z ^= z >> _U64(30)
+    z *= _U64(0xBF58476D1CE4E5B9)
+    z ^= z >> _U64(27)
+    z *= _U64(0x94D049BB133111EB)
+    z ^= z >> _U64(31)
+    return z
+
+
+def _row_hashes(unit: np.ndarray, multipliers: np.ndarray) -> np.ndarray:
+    """64-bit hash of each row's float32 bytes: a multilinear hash mod 2**64, then the splitmix64 finaliser."""
+    rows = np.ascontiguousarray(unit, dtype=np.float32)
+    if rows.shape[1] % 2:
+        rows = np.hstack([rows, np.zeros((rows.shape[0], 1), np.float32)])
+    words = rows.view(_U64)
+    return _splitmix64(words.dot(multipliers))
+
+
+def _hll_rank(hashes: np.ndarray, p: int) -> tuple[np.ndarray, np.ndarray]:
+    """HyperLogLog register index (top ``p`` bits) and rank (1 + leading zeros of the other ``64 - p`` bits)."""
+    idx = (hashes >> _U64(64 - p)).astype(np.intp)
+    rest = hashes & _U64((1 << (64 - p)) - 1)
+    e = (
+        np.frexp(rest.astype(np.float64))[1].astype(np.int64) - 1
+    )  # floor(log2(rest)), fixed below if rounded up
+    pos = rest > 0
+    over = np.zeros_like(pos)
+    over[pos] = (_U64(1) << e[pos].astype(_U64)) > rest[pos]
+    e = e - over
+    rank = np.where(pos, (64 - p) - e, 64 - p + 1)
+    return idx, rank.astype(np.uint8)
+
+
+def hll_count(registers: np.ndarray, hash_bits: int = 64) -> float:
+    """HyperLogLog cardinality from its registers: Ertl's improved estimator (O. Ertl, "New cardinality
+    estimation algorithms for HyperLogLog sketches", arXiv 1702.01284, Alg. 6), unbiased over the whole range
+    without the empirical bias tables of HLL++ (the classic estimator is biased by a few percent near 2.5 m)."""
+    registers = np.asarray(registers)
+    m = registers.size
+    p = int(np.log2(m))
+    q = hash_bits - p
+    counts = np.bincount(registers.astype(np.intp), minlength=q + 2).astype(np.float64)
+    z = m * _ertl_tau(1.0 - counts[q + 1] / m)
+    for k in range(q, 0, -1):
+        z = 0.5 * (z + counts[k])
+    z += m * _ertl_sigma(counts[0] / m)
+    return float(m * m / (2.0 * np.log(2.0)) / z)
+
+
+def _ertl_sigma(x: float) -> float:
+    if x == 1.0:
+        return np.inf
+    y, z = 1.0, x
+    while True:
+        x *= x
+        z_old = z
+        z += x * y
+        y += y
+        if z == z_old:
+            return z
+
+
+def _ertl_tau(x: float) -> float:
+    if x in (0.0, 1.0):
+        return 0.0
+    y, z = 1.0, 1.0 - x
+    while True:
+        x = np.sqrt(x)
+        z_old = z
+        y *= 0.5
+        z -= (1.0 - x) ** 2 * y
+        if z == z_old:
+            return z / 3.0
+
+
+# --- input ------------------------------------------------------------------------------------------------------
+def _as_batch(x: np.ndarray, dim: int | None, name: str = "x", check_values: bool = True) -> np.ndarray:
     arr = np.asarray(x)
     if arr.dtype.kind not in "fiu":
         raise TypeError(f"{name} must be a real numeric array, got dtype {arr.dtype}")
@@ -239,31 +417,52 @@ def _as_batch(x: np.ndarray, dim: int | None, name: str = "x") -> np.ndarray:
         raise ValueError(f"{name} is an empty batch; pass at least one vector")
     if dim is not None and arr.shape[1] != dim:
         raise ValueError(f"{name} must have dim = {dim} columns, got {arr.shape[1]}")
+    if arr.dtype != np.float32:
+        arr = arr.astype(np.float64, copy=False)
+    if check_values:
+        _check_values(arr, name)
+    return arr
+
+
+def _check_values(arr: np.ndarray, name: str) -> None:
     if not np.all(np.isfinite(arr)):
         raise ValueError(f"{name} contains NaN or inf")
     if np.any(~np.any(arr != 0, axis=1)):
         raise ValueError(f"{name} contains an all-zero vector, which has no direction")
-    if arr.dtype != np.float32:
-        arr = arr.astype(np.float64, copy=False)
-    return arr
 
 
-def _exact_column_max(batch: np.ndarray, directions: np.ndarray, block: np.ndarray) -> np.ndarray:
-    """Column maxima of ``block = batch @ directions``, made independent of how the stream was batched.
+def _unit_rows(arr: np.ndarray, name: str = "x") -> np.ndarray:
+    """Rows scaled to unit norm; raises on NaN/inf or all-zero rows (checked through the norms: one pass)."""
+    norms = np.sqrt(np.einsum("ij,ij->i", arr, arr))
+    if not (np.all(np.isfinite(norms)) and np.all(norms > 0)):
+        _check_values(arr, name)  # the precise error; otherwise squares overflowed: rescale first
+        arr = arr / np.abs(arr).max(axis=1, keepdims=True)
+        norms = np.sqrt(np.einsum("ij,ij->i", arr, arr))
+    return arr / norms[:, None]
 
-    BLAS may round a row's dot products differently depending on the batch it sits in, which would make
-    ``sketch(A + B)`` and ``merge(sketch(A), sketch(B))`` differ in the last bits. So each column's maximum is
-    re-evaluated with a fixed-order dot product (einsum) on the few rows within rounding distance of the BLAS
-    maximum: the result is the fixed-order value of the true arg-max row, whatever the batching.
-    """
-    col_max = block.max(axis=0)
-    # BLAS and fixed-order dot products of unit vectors differ by at most ~dim * eps; 8x that is a safe margin
-    tol = 8 * batch.shape[1] * np.finfo(block.dtype).eps
-    rows, cols = np.nonzero(block >= col_max[None, :] - tol)
-    exact = np.einsum("ij,ij->i", batch[rows], directions[:, cols].T, optimize=False)
-    out = np.full(col_max.shape, -np.inf, dtype=block.dtype)
-    np.maximum.at(out, cols, exact)
-    return out
+
+_WORK = threading.local()  # per-thread scratch buffers for update (the projection block and its mask)
+
+
+def _workspace(rows: int, cols: int, dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:
+    key = (np.dtype(dtype).str, cols)
+    bufs = getattr(_WORK, "bufs", None)
+    if bufs is None:
+        bufs = _WORK.bufs = {}
+    if key not in bufs or bufs[key][0].shape[0] < rows:
+        bufs.clear()  # keep one pair of buffers per thread
+        bufs[key] = (
+            np.empty((max(rows, _TILE // 4), cols), dtype),
+            np.empty((max(rows, _TILE // 4), cols), bool),
+        )
+    block, mask = bufs[key]
+    return block[:rows], mask[:rows]
+
+
+def _exact_dots(rows64: np.ndarray, dirs64: np.ndarray) -> np.ndarray:
+    """Fixed-order float64 dot products of paired rows (n, d) and directions (n, d): the same value whatever
+    batch a row arrived in (BLAS may round a row's products differently depending on its batch)."""
+    return np.einsum("ij,ij->i", rows64, dirs64, optimize=False)
 
 
 class MaxSketch:
@@ -272,47 +471,102 @@ class MaxSketch:
     Parameters
     ----------
     dim : dimension of the stream's vectors (>= 2).
-    n_projections : number ``m`` of random directions (= floats kept), >= 2.
-    seed : seed of the directions (0 <= seed < 2**63); sketches merge only with equal dim, size and seed.
-    noise_scale : default ``tau`` for :meth:`estimate` (0 = pure model; see :func:`estimate_noise_scale`).
+    n_projections : number ``m`` of random directions (= float32 maxima kept), >= 2.
+    seed : seed of the directions (0 <= seed < 2**63); sketches merge only with the same configuration.
+    noise_scale : ``"auto"`` (default: the view-noise scale ``tau`` estimated from the sketch's own reservoir
+        of near-duplicate pairs), or a fixed ``tau`` in [0, 1) (0 = pure model: every view on its centre).
+    reservoir : number of directions whose top observations form the near-duplicate reservoir (default
+        ``min(32, n_projections)``; 0 disables it, and then ``"auto"`` means ``tau = 0``).
+    pair_radius : two reservoir observations closer than this (unit vectors, Euclidean) are views of one object.
+        The default 1.0 (cosine > 0.5) assumes near-orthogonal objects, as the estimator does; in low dimension
+        (d < 64) distinct objects that project high on the same direction can come closer, so lower it there.
 
     Vectors are normalised to unit length before projection (only directions matter). Float32 batches are
-    projected in float32, everything else in float64; the state is float64.
+    projected in float32 (fastest), everything else in float64; the maxima are kept as float32.
 
     Examples
     --------
     >>> import numpy as np
     >>> rng = np.random.default_rng(0)
     >>> centres = rng.standard_normal((500, 64))
-    >>> sk = MaxSketch(64, n_projections=512, seed=1)
-    >>> _ = sk.update(np.repeat(centres, 3, axis=0))          # every object three times
-    >>> 400 < sk.estimate() < 600
+    >>> views = centres[rng.integers(0, 500, 2500)] + 0.1 * rng.standard_normal((2500, 64)) / 8
+    >>> sk = MaxSketch(64, n_projections=512, seed=1).update(views)
+    >>> 400 < sk.estimate() < 600          # counts objects, not the ~2000 distinct views
     True
     """
 
-    def __init__(self, dim: int, n_projections: int = 1024, seed: int = 0, *, noise_scale: float = 0.0):
+    def __init__(
+        self,
+        dim: int,
+        n_projections: int = 1024,
+        seed: int = 0,
+        *,
+        noise_scale: float | str = "auto",
+        reservoir: int | None = None,
+        pair_radius: float = 1.0,
+    ):
         self.dim = _check_int(dim, "dim", 2)
         self.n_projections = _check_int(n_projections, "n_projections", 2)
         self.seed = _check_int(seed, "seed", 0, 2**63 - 1)
         self.noise_scale = _check_noise_scale(noise_scale)
-        self.maxima_ = np.full(self.n_projections, -np.inf)
-        self.n_items_ = 0
+        if reservoir is None:
+            reservoir = min(32, self.n_projections)
+        self.reservoir = _check_int(reservoir, "reservoir", 0, min(self.n_projections, 65535))
+        try:
+            radius = float(pair_radius)
+        except (TypeError, ValueError):
+            raise TypeError(f"pair_radius must be a real number, got {type(pair_radius).__name__}") from None
+        if not (0.0 < radius <= 2.0):
+            raise ValueError(f"pair_radius must be in (0, 2], got {pair_radius!r}")
+        self.pair_radius = radius
+        self.maxima_ = np.full(self.n_projections, -np.inf, dtype=np.float32)
+        self.view_registers_ = np.zeros(2**_HLL_P, dtype=np.uint8)
+        self.top_values_ = np.full((self.reservoir, _DEPTH), -np.inf, dtype=np.float32)
+        self.top_hashes_ = np.zeros((self.reservoir, _DEPTH), dtype=_U64)
+        self.top_signs_ = np.zeros((self.reservoir, _DEPTH, _SIGN_BITS // 8), dtype=np.uint8)
+        self._cache: dict = {}
 
     # --- projections ------------------------------------------------------------------------------------
     def _directions(self, chunk: int, dtype: np.dtype) -> np.ndarray:
-        """Unit directions ``chunk * 256 ...`` as a (dim, <=256) block, regenerated from the seed."""
+        """Unit directions ``chunk * 256 ...`` as a (dim, <=256) block, derived from the seed."""
         width = min(_CHUNK, self.n_projections - chunk * _CHUNK)
         rng = np.random.default_rng([self.seed, chunk])
         h = rng.standard_normal((self.dim, _CHUNK), dtype=np.float32)[:, :width].astype(np.float64)
         h /= np.linalg.norm(h, axis=0, keepdims=True)
         return h.astype(dtype, copy=False)
 
+    def _all_directions(self, dtype: np.dtype) -> np.ndarray:
+        """All ``m`` directions as a (dim, m) matrix, generated once and cached (float64 and float32)."""
+        key = np.dtype(dtype).str
+        if key not in self._cache:
+            if "<f8" not in self._cache:
+                n_chunks = -(-self.n_projections // _CHUNK)
+                self._cache["<f8"] = np.hstack([self._directions(c, np.float64) for c in range(n_chunks)])
+                self._cache["T8"] = np.ascontiguousarray(self._cache["<f8"].T)
+            if key != "<f8":
+                self._cache[key] = self._cache["<f8"].astype(dtype)
+        return self._cache[key]
+
+    def _hash_multipliers(self) -> np.ndarray:
+        if "mult" not in self._cache:
+            rng = np.random.default_rng([self.seed, 2**32 + 1])
+            words = (self.dim + 1) // 2
+            self._cache["mult"] = rng.integers(0, 2**63, words, dtype=np.int64).astype(_U64) * _U64(2) + _U64(
+                1
+            )
+        return self._cache["mult"]
+
+    def _sign_directions(self) -> np.ndarray:
+        """(SIGN_BITS, dim) hyperplane normals whose signs store a reservoir observation (independent of g_j)."""
+        if "signs" not in self._cache:
+            rng = np.random.default_rng([self.seed, 2**32 + 2])
+            self._cache["signs"] = rng.standard_normal((_SIGN_BITS, self.dim))
+        return self._cache["signs"]
+
     def project(self, x: np.ndarray) -> np.ndarray:
         """Projections ``<g_j, x_t / ||x_t||>`` of a batch, shape (n_items, m) (for inspection and tests)."""
-        batch = _as_batch(x, self.dim)
-        batch = batch / np.linalg.norm(batch, axis=1, keepdims=True)
-        n_chunks = -(-self.n_projections // _CHUNK)
-        return np.hstack([batch @ self._directions(c, batch.dtype) for c in range(n_chunks)])
+        unit = _unit_rows(_as_batch(x, self.dim, check_values=False))
+        return unit @ self._all_directions(unit.dtype)
 
     # --- streaming API -------------------------------------------------------------------------------------
     def update(self, x: np.ndarray) -> MaxSketch:
@@ -321,59 +575,220 @@ class MaxSketch:
         Raises ``ValueError`` (and leaves the sketch unchanged) on a wrong dimension, NaN/inf, an all-zero
         vector or an empty batch.
         """
-        batch = _as_batch(x, self.dim)
-        batch = batch / np.linalg.norm(batch, axis=1, keepdims=True)
-        new = self.maxima_.copy()
-        n_chunks = -(-self.n_projections // _CHUNK)
-        for c in range(n_chunks):
-            directions = self._directions(c, batch.dtype)
-            col_max = _exact_column_max(batch, directions, batch @ directions)
-            lo = c * _CHUNK
-            np.maximum(new[lo : lo + col_max.shape[0]], col_max, out=new[lo : lo + col_max.shape[0]])
-        self.maxima_ = new
-        self.n_items_ += batch.shape[0]
+        batch = _as_batch(x, self.dim, check_values=False)
+        unit = _unit_rows(batch)
+        dirs = self._all_directions(unit.dtype)
+        dirs_t64 = self._cache["T8"]
+        eps = np.finfo(unit.dtype).eps
+        # |BLAS - exact| <= (d + sqrt(d) + 1) eps for unit vectors (accumulation + rounded directions); x2 margin
+        tol = 2.0 * (self.dim + np.sqrt(self.dim) + 1.0) * eps
+        hashes = _row_hashes(unit, self._hash_multipliers())
+        maxima = self.maxima_.astype(np.float64)
+        top = (self.top_values_.copy(), self.top_hashes_.copy(), self.top_signs_.copy())
+        n_res = self.reservoir
+        for lo in range(0, unit.shape[0], _TILE):
+            rows = unit[lo : lo + _TILE]
+            block, near = _workspace(rows.shape[0], self.n_projections, rows.dtype)
+            np.matmul(rows, dirs, out=block)
+            # Exact column maxima: re-evaluate, in a fixed order, the rows that may beat the current maximum.
+            # Once the sketch has seen some data only a handful of rows per batch can; the first batches (or a
+            # batch far above the state) compare against the batch's own maximum instead.
+            thr = (maxima - 2 * tol).astype(rows.dtype)
+            np.greater_equal(block, thr, out=near)
+            cand_rows = np.flatnonzero(near.any(axis=1))
+            if cand_rows.size > max(64, rows.shape[0] // 8):
+                thr = np.maximum(thr, block.max(axis=0) - rows.dtype.type(tol))
+                np.greater_equal(block, thr, out=near)
+                cand_rows = np.flatnonzero(near.any(axis=1))
+            if cand_rows.size:
+                r, c = np.nonzero(near[cand_rows])
+                r = cand_rows[r]
+                exact = _exact_dots(rows[r].astype(np.float64), dirs_t64[c])
+                np.maximum.at(maxima, c, exact)
+            if n_res:
+                tile_hashes = hashes[lo : lo + _TILE]
+                first = np.unique(tile_hashes, return_index=True)[1]  # distinct observations of the tile
+                if first.size < rows.shape[0]:
+                    first.sort()
+                    self._update_reservoir(
+                        top, block[first, :n_res], rows[first], tile_hashes[first], dirs_t64, tol
+                    )
+                else:
+                    self._update_reservoir(top, block[:, :n_res], rows, tile_hashes, dirs_t64, tol)
+        idx, rank = _hll_rank(hashes, _HLL_P)
+        registers = self.view_registers_.copy()
+        np.maximum.at(registers, idx, rank)
+        # commit (everything above only read the state)
+        self.maxima_ = maxima.astype(np.float32)
+        self.view_registers_ = registers
+        self.top_values_, self.top_hashes_, self.top_signs_ = top
         return self
+
+    def _update_reservoir(self, top, block, rows, hashes, dirs_t64, tol) -> None:
+        """Exact top-DEPTH distinct observations per reservoir direction (ties broken by hash)."""
+        values, hsh, signs = top
+        depth = min(_DEPTH, block.shape[0])
+        kth = np.partition(block, block.shape[0] - depth, axis=0)[block.shape[0] - depth]
+        # a row can enter a list only if it beats the list's current last value (exact values, so allow tol)
+        bar = np.maximum(kth, values[:, -1].astype(block.dtype)) - tol
+        r, c = np.nonzero(block >= bar)
+        if r.size == 0:
+            return
+        exact = _exact_dots(rows[r].astype(np.float64), dirs_t64[c]).astype(np.float32)
+        uniq, inv = np.unique(r, return_inverse=True)
+        # fixed-order products (not BLAS), so the stored signs do not depend on the batching either
+        proj = np.einsum("ij,kj->ik", rows[uniq].astype(np.float64), self._sign_directions(), optimize=False)
+        new_signs = np.packbits(proj > 0, axis=1)
+        for j in np.unique(c):
+            sel = np.flatnonzero(c == j)
+            v = np.concatenate([values[j], exact[sel]])
+            h = np.concatenate([hsh[j], hashes[r[sel]]])
+            sg = np.concatenate([signs[j], new_signs[inv[sel]]])
+            values[j], hsh[j], signs[j] = _top_distinct(v, h, sg)
 
     def _check_compatible(self, other: object) -> None:
         if not isinstance(other, MaxSketch):
             raise TypeError(f"other must be a MaxSketch, got {type(other).__name__}")
-        for attr in ("dim", "n_projections", "seed"):
+        for attr in ("dim", "n_projections", "seed", "reservoir", "noise_scale", "pair_radius"):
             if getattr(self, attr) != getattr(other, attr):
                 raise ValueError(
                     f"cannot merge sketches with different {attr}: {getattr(self, attr)} != {getattr(other, attr)}"
                 )
 
     def merge(self, other: MaxSketch) -> MaxSketch:
-        """Merge ``other`` into this sketch (elementwise maximum; item counts add); returns ``self``."""
+        """Merge ``other`` into this sketch; returns ``self``. The result is the sketch of the union of the two
+        streams, whatever their overlap: maxima and view registers by elementwise maximum, reservoir lists by
+        the top observations of the union."""
         self._check_compatible(other)
+        values, hsh, signs = self.top_values_.copy(), self.top_hashes_.copy(), self.top_signs_.copy()
+        for j in range(self.reservoir):
+            values[j], hsh[j], signs[j] = _top_distinct(
+                np.concatenate([values[j], other.top_values_[j]]),
+                np.concatenate([hsh[j], other.top_hashes_[j]]),
+                np.concatenate([signs[j], other.top_signs_[j]]),
+            )
         self.maxima_ = np.maximum(self.maxima_, other.maxima_)
-        self.n_items_ += other.n_items_
+        self.view_registers_ = np.maximum(self.view_registers_, other.view_registers_)
+        self.top_values_, self.top_hashes_, self.top_signs_ = values, hsh, signs
         return self
 
-    def copy(self) -> MaxSketch:
-        out = MaxSketch(self.dim, self.n_projections, self.seed, noise_scale=self.noise_scale)
-        out.maxima_ = self.maxima_.copy()
-        out.n_items_ = self.n_items_
+    @classmethod
+    def union(cls, sketches: Sequence[MaxSketch]) -> MaxSketch:
+        """A new sketch of the union of the streams of ``sketches`` (all with the same configuration)."""
+        sketches = list(sketches)
+        if not sketches:
+            raise ValueError("sketches must hold at least one MaxSketch")
+        out = sketches[0].copy() if isinstance(sketches[0], MaxSketch) else None
+        if out is None:
+            raise TypeError(f"sketches must hold MaxSketch objects, got {type(sketches[0]).__name__}")
+        for other in sketches[1:]:
+            out.merge(other)
         return out
 
+    def copy(self) -> MaxSketch:
+        out = self._like()
+        out.maxima_ = self.maxima_.copy()
+        out.view_registers_ = self.view_registers_.copy()
+        out.top_values_ = self.top_values_.copy()
+        out.top_hashes_ = self.top_hashes_.copy()
+        out.top_signs_ = self.top_signs_.copy()
+        out._cache = self._cache  # directions depend only on the configuration
+        return out
+
+    def _like(self) -> MaxSketch:
+        return MaxSketch(
+            self.dim,
+            self.n_projections,
+            self.seed,
+            noise_scale=self.noise_scale,
+            reservoir=self.reservoir,
+            pair_radius=self.pair_radius,
+        )
+
     def is_empty(self) -> bool:
-        return self.n_items_ == 0
+        return bool(np.all(np.isneginf(self.maxima_)))
 
     @property
     def memory_floats(self) -> int:
-        """Floats kept by the sketch (``m``); the directions are regenerated from the seed, never stored."""
+        """Maxima kept by the sketch (``m``); the directions are derived from the seed, never stored."""
         return self.n_projections
+
+    @property
+    def memory_bytes(self) -> int:
+        """Bytes of state: float32 maxima, view-count registers and the near-duplicate reservoir."""
+        return int(
+            self.maxima_.nbytes
+            + self.view_registers_.nbytes
+            + self.top_values_.nbytes
+            + self.top_hashes_.nbytes
+            + self.top_signs_.nbytes
+        )
+
+    # --- what the state says ----------------------------------------------------------------------------
+    @property
+    def n_views_(self) -> float:
+        """Estimated number of distinct observations (HyperLogLog over the vectors' hashes; 0 when empty)."""
+        return 0.0 if self.is_empty() else hll_count(self.view_registers_)  # empty registers: sigma(1) = inf
+
+    def near_duplicate_pairs(self) -> np.ndarray:
+        """Squared distances ``||x - x'||^2`` of the distinct reservoir pairs that are near-duplicates: the pairs
+        behind :attr:`noise_scale_`.
+
+        A pair's angle is estimated from its 1024 stored sign bits (``theta = pi * hamming / 1024``). Two
+        *different* near-orthogonal objects that both project ``s_a, s_b`` on the list's direction have
+        ``||x - x'||^2 ~ 2 - 2 s_a s_b`` with a spread of ``2 / sqrt(d)`` (plus the angle estimate's); a pair
+        counts as a near-duplicate only when it is 4 such spreads below that and closer than ``pair_radius``.
+        """
+        seen: set[tuple[int, int]] = set()
+        out = []
+        d = self.dim
+        for j in range(self.reservoir):
+            ok = np.isfinite(self.top_values_[j])
+            if ok.sum() < 2:
+                continue
+            h, s = self.top_hashes_[j][ok], self.top_values_[j][ok].astype(np.float64)
+            bits = np.unpackbits(self.top_signs_[j][ok], axis=1)
+            for a in range(h.size):
+                for b in range(a + 1, h.size):
+                    key = (int(min(h[a], h[b])), int(max(h[a], h[b])))
+                    if key in seen:
+                        continue
+                    seen.add(key)
+                    p = np.count_nonzero(bits[a] != bits[b]) / _SIGN_BITS
+                    d2 = 2.0 - 2.0 * np.cos(np.pi * p)
+                    mu = 2.0 - 2.0 * s[a] * s[b]
+                    theta = np.arccos(np.clip(1.0 - mu / 2.0, -1.0, 1.0))
+                    spread = np.hypot(
+                        2.0 * np.sqrt((1.0 - s[a] ** 2) * (1.0 - s[b] ** 2) / (d - 1)),
+                        2.0
+                        * np.sin(theta)
+                        * np.pi
+                        * np.sqrt((theta / np.pi) * (1 - theta / np.pi) / _SIGN_BITS),
+                    )
+                    if d2 < min(mu - 4.0 * spread, self.pair_radius**2):
+                        out.append(d2)
+        return np.sort(np.asarray(out, dtype=np.float64))
+
+    @property
+    def noise_scale_(self) -> float:
+        """View-noise scale estimated from the stream: ``sqrt(mean ||x - x'||^2 / 2)`` over near-duplicate
+        pairs of the reservoir (0.0 with fewer than 3 such pairs: the stream looks noise-free)."""
+        d2 = self.near_duplicate_pairs()
+        if d2.size < _MIN_PAIRS:  # one or two stray pairs are more likely distinct objects than a noise level
+            return 0.0
+        return float(min(np.sqrt(0.5 * d2.mean()), 0.99))
 
     def estimate(
         self,
-        noise_scale: float | None = None,
+        noise_scale: float | str | None = None,
         method: str = "mle",
         n_groups: int = 8,
         views_model: str = "poisson",
     ) -> float:
         """Estimated number of distinct latent objects (0.0 for an empty sketch).
 
-        ``noise_scale`` overrides the sketch's default ``tau``; see :func:`estimate_from_maxima`.
+        ``noise_scale`` overrides the sketch's setting (``"auto"``: estimated from the stream; a number: fixed
+        ``tau``); see :func:`estimate_from_maxima` for ``method`` and ``views_model``.
         """
         tau = self.noise_scale if noise_scale is None else _check_noise_scale(noise_scale)
         if method not in ("mle", "median_of_means"):
@@ -382,21 +797,49 @@ class MaxSketch:
             raise ValueError(f"views_model must be 'poisson' or 'fixed', got {views_model!r}")
         if self.is_empty():
             return 0.0
-        return estimate_from_maxima(
-            self.maxima_,
-            self.dim,
-            noise_scale=tau,
-            n_items=self.n_items_,
-            views_model=views_model,
-            method=method,
-            n_groups=n_groups,
+        if tau == "auto":
+            tau = self.noise_scale_
+        return float(
+            estimate_from_maxima(
+                self.maxima_,
+                self.dim,
+                noise_scale=tau,
+                n_views=max(self.n_views_, 1.0),
+                views_model=views_model,
+                method=method,
+                n_groups=n_groups,
+            )
         )
+
+    count = estimate  # datasketch's name
 
     # --- serialisation ---------------------------------------------------------------------------------------
     def to_bytes(self) -> bytes:
-        """Header (dim, size, seed, item count) and the ``m`` maxima as little-endian float64."""
-        header = _HEADER.pack(_MAGIC, _VERSION, self.dim, self.n_projections, self.seed, self.n_items_)
-        return header + self.maxima_.astype("<f8").tobytes() + struct.pack("<d", self.noise_scale)
+        """Configuration header, then the state arrays (little-endian)."""
+        tau = np.nan if self.noise_scale == "auto" else float(self.noise_scale)
+        header = _HEADER.pack(
+            _MAGIC,
+            _VERSION,
+            self.dim,
+            self.n_projections,
+            self.seed,
+            self.reservoir,
+            _DEPTH,
+            _SIGN_BITS,
+            _HLL_P,
+            tau,
+            self.pair_radius,
+        )
+        return b"".join(
+            [
+                header,
+                self.maxima_.astype("<f4").tobytes(),
+                self.view_registers_.tobytes(),
+                self.top_values_.astype("<f4").tobytes(),
+                self.top_hashes_.astype("<u8").tobytes(),
+                self.top_signs_.tobytes(),
+            ]
+        )
 
     @classmethod
     def from_bytes(cls, data: bytes) -> MaxSketch:
@@ -406,34 +849,64 @@ class MaxSketch:
         data = bytes(data)
         if len(data) < _HEADER.size or data[:4] != _MAGIC:
             raise ValueError("data is not a serialised MaxSketch (bad magic or too short)")
-        magic, version, dim, m, seed, n_items = _HEADER.unpack_from(data)
-        if version != _VERSION:
-            raise ValueError(f"data has format version {version}, this library reads {_VERSION}")
-        if len(data) != _HEADER.size + 8 * m + 8:
-            raise ValueError(f"data has {len(data)} bytes, expected {_HEADER.size + 8 * m + 8} for m = {m}")
-        (tau,) = struct.unpack_from("<d", data, _HEADER.size + 8 * m)
-        out = cls(dim, m, seed, noise_scale=tau)
-        out.maxima_ = np.frombuffer(data, dtype="<f8", count=m, offset=_HEADER.size).astype(np.float64)
-        out.n_items_ = n_items
+        if data[4] != _VERSION:
+            raise ValueError(f"data has format version {data[4]}, this library reads {_VERSION}")
+        _, _, dim, m, seed, res, depth, bits, p, tau, radius = _HEADER.unpack_from(data)
+        if (depth, bits, p) != (_DEPTH, _SIGN_BITS, _HLL_P):
+            raise ValueError(
+                f"data has reservoir depth/bits/precision {(depth, bits, p)}, expected {(_DEPTH, _SIGN_BITS, _HLL_P)}"
+            )
+        sizes = [4 * m, 2**p, 4 * res * depth, 8 * res * depth, res * depth * bits // 8]
+        if len(data) != _HEADER.size + sum(sizes):
+            raise ValueError(f"data has {len(data)} bytes, expected {_HEADER.size + sum(sizes)} for m = {m}")
+        out = cls(
+            dim, m, seed, noise_scale="auto" if np.isnan(tau) else tau, reservoir=res, pair_radius=radius
+        )
+        off = _HEADER.size
+        parts = []
+        for size, dtype in zip(sizes, ("<f4", "u1", "<f4", "<u8", "u1")):
+            parts.append(np.frombuffer(data, dtype=dtype, count=size // np.dtype(dtype).itemsize, offset=off))
+            off += size
+        out.maxima_ = parts[0].astype(np.float32)
+        out.view_registers_ = parts[1].astype(np.uint8)
+        out.top_values_ = parts[2].astype(np.float32).reshape(res, depth)
+        out.top_hashes_ = parts[3].astype(_U64).reshape(res, depth)
+        out.top_signs_ = parts[4].astype(np.uint8).reshape(res, depth, bits // 8)
         return out
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, MaxSketch):
             return NotImplemented
-        return (self.dim, self.n_projections, self.seed, self.n_items_) == (
-            other.dim,
-            other.n_projections,
-            other.seed,
-            other.n_items_,
-        ) and bool(np.array_equal(self.maxima_, other.maxima_))
+        config = ("dim", "n_projections", "seed", "reservoir", "noise_scale", "pair_radius")
+        if any(getattr(self, a) != getattr(other, a) for a in config):
+            return False
+        return all(
+            np.array_equal(getattr(self, a), getattr(other, a))
+            for a in ("maxima_", "view_registers_", "top_values_", "top_hashes_", "top_signs_")
+        )
 
     __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (
             f"MaxSketch(dim={self.dim}, n_projections={self.n_projections}, seed={self.seed}, "
-            f"n_items={self.n_items_})"
+            f"noise_scale={self.noise_scale!r}, reservoir={self.reservoir})"
         )
+
+
+def _top_distinct(values: np.ndarray, hashes: np.ndarray, signs: np.ndarray):
+    """The DEPTH largest values with distinct hashes (ties by hash), padded with -inf; a function of the set."""
+    finite = np.isfinite(values)
+    values, hashes, signs = values[finite], hashes[finite], signs[finite]
+    order = np.lexsort((hashes, -values.astype(np.float64)))
+    values, hashes, signs = values[order], hashes[order], signs[order]
+    _, first = np.unique(hashes, return_index=True)
+    keep = np.sort(first)[:_DEPTH]
+    out_v = np.full(_DEPTH, -np.inf, dtype=np.float32)
+    out_h = np.zeros(_DEPTH, dtype=_U64)
+    out_s = np.zeros((_DEPTH, signs.shape[-1]), dtype=np.uint8)
+    out_v[: keep.size], out_h[: keep.size], out_s[: keep.size] = values[keep], hashes[keep], signs[keep]
+    return out_v, out_h, out_s
 
 
 class LogLinearCalibration:
