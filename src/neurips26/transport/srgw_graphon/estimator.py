@@ -35,6 +35,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .srgw import (
     _check_coupling,
+    _check_weights,
     _loss,
     _matmul,
     _quad_a,
@@ -49,22 +50,32 @@ __all__ = ["SRGWGraphonEstimator", "srgw_block_coordinate_descent", "initial_cou
 INITS = ("kmeans", "spectral", "product", "random")
 
 
-def initial_coupling(A: Any, n_blocks: int, init: str = "kmeans", random_state: Any = None) -> np.ndarray:
-    """Initial coupling ``T0`` (n, K) with rows summing to ``1/n``.
+def initial_coupling(
+    A: Any,
+    n_blocks: int,
+    init: str = "kmeans",
+    random_state: Any = None,
+    p: Any = None,
+    *,
+    _validated: bool = False,
+) -> np.ndarray:
+    """Initial coupling ``T0`` (n, K) with rows summing to the node weights ``p`` (default uniform, ``1/n``).
 
-    ``"kmeans"``: k-means (one start) on the rows of ``A``; ``"spectral"``: k-means on the adjacency spectral
-    embedding (top-K eigenvectors of ``A`` by |eigenvalue|, scaled by sqrt|eigenvalue|); ``"product"``:
-    :math:`T = p q^\\top` with uniform ``q`` (fractional); ``"random"``: uniform random rows, normalised.
+    ``"kmeans"``: k-means (one start, nodes weighted by ``p``) on the rows of ``A``; ``"spectral"``: the same on
+    the adjacency spectral embedding (top-K eigenvectors of ``A`` by |eigenvalue|, scaled by sqrt|eigenvalue|);
+    ``"product"``: :math:`T = p q^\\top` with uniform ``q`` (fractional); ``"random"``: uniform random rows,
+    rescaled to sum to ``p_i`` (fractional).
     """
-    A = check_adjacency(A)
+    if not _validated:  # fit validates A once (check_adjacency allocates an n x n temporary)
+        A = check_adjacency(A)
     n = A.shape[0]
     K = _check_n_blocks(n_blocks, n)
     if init not in INITS:
         raise ValueError(f"init must be one of {INITS} or an (n, K) array, got {init!r}")
     rng = check_random_state(random_state)
-    p = np.full(n, 1.0 / n)
+    p = _check_weights(p, n)
     if init == "product":
-        return np.full((n, K), 1.0 / (n * K))
+        return np.outer(p, np.full(K, 1.0 / K))
     if init == "random":
         U = rng.uniform(size=(n, K))
         return U * (p / U.sum(axis=1))[:, None]
@@ -83,10 +94,22 @@ def initial_coupling(A: Any, n_blocks: int, init: str = "kmeans", random_state: 
             w, U = eigsh(A, k=k, which="LM", v0=rng.uniform(size=n))
         X = U * np.sqrt(np.abs(w))[None, :]
     seed = int(rng.randint(np.iinfo(np.int32).max))
-    labels = KMeans(n_clusters=K, n_init=1, random_state=seed).fit_predict(X)
+    labels = KMeans(n_clusters=K, n_init=1, random_state=seed).fit_predict(X, sample_weight=p)
     T = np.zeros((n, K))
     T[np.arange(n), labels] = p
     return T
+
+
+def _node_weights(weights: Any, n: int) -> np.ndarray:
+    """Node weights normalised to a probability vector (uniform when ``None``)."""
+    if weights is None:
+        return np.full(n, 1.0 / n)
+    w = np.asarray(weights, dtype=np.float64)
+    if w.shape != (n,) or not np.all(np.isfinite(w)) or np.any(w <= 0):
+        raise ValueError(
+            f"node_weights must be a positive finite vector of shape ({n},), got shape {w.shape}"
+        )
+    return w / w.sum()
 
 
 def _check_n_blocks(n_blocks: Any, n: int) -> int:
@@ -103,30 +126,41 @@ def srgw_block_coordinate_descent(
     A: Any,
     T0: Any,
     C0: Any = None,
+    p: Any = None,
     *,
     max_iter: int = 1000,
     tol: float = 1e-6,
     max_iter_fw: int = 1000,
     tol_fw: float = 1e-9,
     log: bool = False,
+    _validated: bool = False,
 ) -> tuple[np.ndarray, np.ndarray] | tuple[np.ndarray, np.ndarray, dict[str, Any]]:
     r"""Alternate the C-step and the warm-started Frank-Wolfe T-step on :math:`L(T, C)` (srGW barycenter,
     S = 1).
 
     Starts from ``(T0, C0)`` (``C0`` defaults to the C-step of ``T0``) and stops when
     :math:`\|C - C_{prev}\|_F \le` ``tol`` (same number of blocks) or after ``max_iter`` outer iterations.
-    Empty blocks are dropped. The loss is non-increasing along the recorded history.
+    Empty blocks are dropped. The loss is non-increasing along the recorded history. ``p`` are the node
+    weights (positive, summing to 1; default uniform ``1/n``); the rows of ``T0`` must sum to them. This is
+    ``ot.gromov.semirelaxed_gromov_barycenters`` with one input graph.
 
     Returns ``T`` (n, K'), ``C`` (K', K') and, if ``log``, a dict with ``loss`` (after every half-step),
-    ``n_iter`` and ``n_fw_iter``.
+    ``n_iter``, ``n_fw_iter`` and ``step`` (every Frank-Wolfe step size; 1 = a jump onto a vertex).
     """
-    A = check_adjacency(A)
+    if not _validated:
+        A = check_adjacency(A)
     n = A.shape[0]
-    p = np.full(n, 1.0 / n)
+    p = _check_weights(p, n)
     T = _check_coupling(T0, p)
+    for name, value in (("max_iter", max_iter), ("max_iter_fw", max_iter_fw)):
+        if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < 0:
+            raise ValueError(f"{name} must be an integer >= 0, got {value!r}")
+    for name, value in (("tol", tol), ("tol_fw", tol_fw)):
+        if not isinstance(value, numbers.Real) or not np.isfinite(value) or value < 0:
+            raise ValueError(f"{name} must be a finite float >= 0, got {value!r}")
     const = _quad_a(A, p)
     if C0 is None:
-        C, keep = update_block_matrix(A, T)
+        C, keep = update_block_matrix(A, T, AT=_matmul(A, T))
         T = T[:, keep]
     else:
         C = np.asarray(C0, dtype=np.float64)
@@ -137,14 +171,16 @@ def srgw_block_coordinate_descent(
     AT = _matmul(A, T)
     losses = [_loss(A, T, C, p, AT, const)]
     n_fw = 0
+    steps: list[float] = []
     it = 0
     while it < max_iter:
         it += 1
         T, info = srgw_conditional_gradient(
-            A, C, T, p, max_iter=max_iter_fw, tol=tol_fw, log=True, _validated=True, _AT0=AT
+            A, C, T, p, max_iter=max_iter_fw, tol=tol_fw, log=True, _validated=True, _AT0=AT, _const=const
         )
         AT = info["AT"]
         n_fw += info["n_iter"]
+        steps += info["step"]
         losses.append(info["loss"][-1])
         C_prev = C
         C, keep = update_block_matrix(A, T, AT=AT)
@@ -154,7 +190,7 @@ def srgw_block_coordinate_descent(
         if C.shape == C_prev.shape and np.linalg.norm(C - C_prev) <= tol:
             break
     if log:
-        return T, C, {"loss": losses, "n_iter": it, "n_fw_iter": n_fw}
+        return T, C, {"loss": losses, "n_iter": it, "n_fw_iter": n_fw, "step": steps}
     return T, C
 
 
@@ -165,8 +201,8 @@ class SRGWGraphonEstimator(BaseEstimator):
     ----------
     n_blocks : int in [1, n] or ``"sqrt"`` (``floor(sqrt(n))``, the authors' choice for graphons).
     init : ``"kmeans"`` (default, as the authors), ``"spectral"``, ``"product"`` (fractional
-        :math:`T = pq^\\top` with a small symmetric noise on C), ``"random"``, or an (n, n_blocks) array with
-        rows summing to 1/n.
+        :math:`T = pq^\\top` with a small symmetric noise on C), ``"random"`` (fractional random rows), or an
+        (n, n_blocks) array with rows summing to the node weights (1/n by default).
     max_iter : maximum number of outer (C-step + T-step) iterations, >= 1.
     tol : stop when the Frobenius change of C is at most ``tol`` (>= 0).
     max_iter_fw : maximum Frank-Wolfe steps per T-step, >= 1.
@@ -185,7 +221,9 @@ class SRGWGraphonEstimator(BaseEstimator):
     loss_history_ : losses after every half-step of the block-coordinate descent (non-increasing).
     n_blocks_ : number of non-empty blocks after rounding.
     n_iter_, n_fw_iter_ : outer iterations and total Frank-Wolfe steps.
+    fw_steps_ : (n_fw_iter_,) the Frank-Wolfe step sizes in order (1: the iterate jumped onto a vertex).
     fractional_rows_ : fraction of rows with max_j T_ij / p_i < 0.99.
+    node_weights_ : (n,) node weights p used (uniform unless ``fit(..., node_weights=...)``).
     """
 
     def __init__(
@@ -217,19 +255,23 @@ class SRGWGraphonEstimator(BaseEstimator):
             if not isinstance(v, numbers.Real) or not np.isfinite(v) or v < 0:
                 raise ValueError(f"{name} must be a finite float >= 0, got {v!r}")
 
-    def fit(self, A: Any, y: None = None) -> SRGWGraphonEstimator:
-        """Fit the block model to the adjacency matrix ``A`` (n, n), symmetric with entries in [0, 1]."""
+    def fit(self, A: Any, y: None = None, node_weights: Any = None) -> SRGWGraphonEstimator:
+        """Fit the block model to the adjacency matrix ``A`` (n, n), symmetric with entries in [0, 1].
+
+        ``node_weights`` (n,): positive weights of the nodes (the srGW source measure ``p``), normalised to sum
+        to 1; default uniform. A node of weight ``2/n`` counts as two identical nodes.
+        """
         A = check_adjacency(A)
         self._validate_params_()
         n = A.shape[0]
         K = _check_n_blocks(self.n_blocks, n)
         rng = check_random_state(self.random_state)
-        p = np.full(n, 1.0 / n)
+        p = _node_weights(node_weights, n)
         C0 = None
         if isinstance(self.init, str):
-            T0 = initial_coupling(A, K, self.init, rng)
+            T0 = initial_coupling(A, K, self.init, rng, p=p, _validated=True)
             if self.init == "product":
-                C0, _ = update_block_matrix(A, T0)
+                C0, _ = update_block_matrix(A, T0, AT=_matmul(A, T0))
                 noise = rng.uniform(-0.01, 0.01, size=(K, K))
                 C0 = np.clip(C0 + 0.5 * (noise + noise.T), 0.0, 1.0)
         else:
@@ -238,11 +280,13 @@ class SRGWGraphonEstimator(BaseEstimator):
             A,
             T0,
             C0,
+            p,
             max_iter=self.max_iter,
             tol=self.tol,
             max_iter_fw=self.max_iter_fw,
             tol_fw=self.tol_fw,
             log=True,
+            _validated=True,
         )
         self.coupling_ = T
         self.relaxed_block_matrix_ = C
@@ -250,14 +294,16 @@ class SRGWGraphonEstimator(BaseEstimator):
         self.loss_history_ = np.asarray(info["loss"])
         self.n_iter_ = info["n_iter"]
         self.n_fw_iter_ = info["n_fw_iter"]
+        self.fw_steps_ = np.asarray(info["step"], dtype=np.float64)
         self.fractional_rows_ = float(np.mean(T.max(axis=1) / p < 0.99))
-        labels, T_hard, C_hard = round_coupling(A, T, p)
+        labels, T_hard, C_hard = round_coupling(A, T, p, _validated=True)
         self.labels_ = labels
         self.block_matrix_ = C_hard
         self.block_proportions_ = T_hard.sum(axis=0)
         self.n_blocks_ = C_hard.shape[0]
         self.loss_ = _loss(A, T_hard, C_hard, p, _matmul(A, T_hard))
         self.n_nodes_ = n
+        self.node_weights_ = p
         return self
 
     def probability_matrix(self, relaxed: bool = False) -> np.ndarray:
@@ -267,8 +313,8 @@ class SRGWGraphonEstimator(BaseEstimator):
         """
         check_is_fitted(self, "block_matrix_")
         if relaxed:
-            n = self.n_nodes_
-            return (n * n) * (self.coupling_ @ self.relaxed_block_matrix_ @ self.coupling_.T)
+            p = self.node_weights_
+            return (self.coupling_ @ self.relaxed_block_matrix_ @ self.coupling_.T) / np.outer(p, p)
         z = self.labels_
         return self.block_matrix_[np.ix_(z, z)]
 

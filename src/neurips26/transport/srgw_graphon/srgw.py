@@ -111,6 +111,13 @@ def _check_coupling(T: Any, p: np.ndarray, K: int | None = None, name: str = "T0
     return T
 
 
+def _check_plan_shape(T: np.ndarray, n: int, name: str = "T") -> None:
+    if T.ndim != 2 or T.shape[0] != n or T.shape[1] < 1:
+        raise ValueError(f"{name} must be an (n = {n}, K) coupling with K >= 1, got shape {T.shape}")
+    if not np.all(np.isfinite(T)) or np.any(T < 0):
+        raise ValueError(f"{name} must be finite and non-negative")
+
+
 def _quad_a(A: np.ndarray | sp.csr_matrix, p: np.ndarray) -> float:
     """<A*A, p p^T>, the constant part of the loss."""
     A2 = A.multiply(A) if sp.issparse(A) else A * A
@@ -130,6 +137,34 @@ def _vertex_product(A: np.ndarray | sp.csr_matrix, z: np.ndarray, p: np.ndarray,
     if sp.issparse(out):
         out = out.toarray()
     return np.asarray(out).T
+
+
+def _vertex_product_update(
+    A: np.ndarray | sp.csr_matrix,
+    z: np.ndarray,
+    p: np.ndarray,
+    K: int,
+    z_prev: np.ndarray | None,
+    AV_prev: np.ndarray | None,
+) -> np.ndarray:
+    """A @ V for the vertex of ``z``, updated from the previous vertex's product when few nodes moved.
+
+    Successive Frank-Wolfe vertices differ in a handful of rows; moving node i from block z' to z adds
+    p_i A[:, i] to column z and removes it from column z' (cost O(n) per moved node instead of O(nnz(A))).
+    """
+    if z_prev is None or AV_prev is None:
+        return _vertex_product(A, z, p, K)
+    moved = np.flatnonzero(z != z_prev)
+    if moved.size == 0:
+        return AV_prev
+    if moved.size * 8 > z.size:
+        return _vertex_product(A, z, p, K)
+    delta = np.zeros((moved.size, K))
+    delta[np.arange(moved.size), z[moved]] = p[moved]
+    delta[np.arange(moved.size), z_prev[moved]] -= p[moved]
+    cols = A[:, moved]
+    cols = cols.toarray() if sp.issparse(cols) else cols
+    return AV_prev + cols @ delta
 
 
 def srgw_loss(A: Any, T: Any, C: Any, p: Any = None) -> float:
@@ -171,8 +206,13 @@ def update_block_matrix(
     -------
     C : (K', K') block matrix, entries in [0, 1] (weighted means of entries of ``A``).
     keep : indices of the kept columns of ``T``.
+
+    ``A`` and ``T`` are validated unless ``AT`` (the product ``A @ T``, from a solver's state) is given.
     """
     T = np.asarray(T, dtype=np.float64)
+    if AT is None:
+        A = check_adjacency(A)
+        _check_plan_shape(T, A.shape[0])
     q = T.sum(axis=0)
     keep = np.flatnonzero(q > 0) if drop_empty else np.arange(T.shape[1])
     if keep.size == 0:
@@ -198,6 +238,7 @@ def srgw_conditional_gradient(
     log: bool = False,
     _validated: bool = False,
     _AT0: np.ndarray | None = None,
+    _const: float | None = None,
 ) -> np.ndarray | tuple[np.ndarray, dict[str, Any]]:
     r"""T-step: Frank-Wolfe for :math:`\min_{T \ge 0,\ T 1_K = p} L(T, C)` with ``C`` fixed, from ``T0``.
 
@@ -209,7 +250,8 @@ def srgw_conditional_gradient(
 
     This is the problem solved by ``ot.gromov.semirelaxed_gromov_wasserstein(A, C, p, G0=T0)``.
 
-    Returns ``T`` and, if ``log``, a dict with ``loss`` (one value per iterate), ``n_iter`` and ``AT``.
+    Returns ``T`` and, if ``log``, a dict with ``loss`` (one value per iterate), ``n_iter``, ``AT`` and ``step``
+    (the step size alpha of every Frank-Wolfe step; 1 means the iterate jumped to a vertex).
     """
     if not _validated:
         A = check_adjacency(A)
@@ -224,11 +266,14 @@ def srgw_conditional_gradient(
         T = np.array(T0, dtype=np.float64)
     K = C.shape[0]
     C2 = C * C
-    const = _quad_a(A, p)
+    const = _quad_a(A, p) if _const is None else _const  # <A*A, pp^T>: an n^2 pass, done once per fit
     AT = _matmul(A, T) if _AT0 is None else _AT0.copy()
     q = T.sum(axis=0)
     loss = _loss(A, T, C, p, AT, const)
     losses = [loss]
+    steps: list[float] = []
+    rows = np.arange(T.shape[0])
+    z_prev, AV = None, None
     it = 0
     while it < max_iter:
         it += 1
@@ -236,13 +281,15 @@ def srgw_conditional_gradient(
         G = 2.0 * (C2 @ q)[None, :] - 4.0 * ATC
         z = np.argmin(G, axis=1)
         V = np.zeros_like(T)
-        V[np.arange(T.shape[0]), z] = p
+        V[rows, z] = p
         D = V - T
         b = float(np.sum(G * D))  # directional derivative = -(Frank-Wolfe gap)
         if b >= 0.0:
             it -= 1
             break
-        AD = _vertex_product(A, z, p, K) - AT
+        AV = _vertex_product_update(A, z, p, K, z_prev, AV)
+        z_prev = z
+        AD = AV - AT
         dq = V.sum(axis=0) - q
         a = float(dq @ C2 @ dq - 2.0 * np.sum((AD @ C) * D))
         if a > 0:
@@ -254,22 +301,29 @@ def srgw_conditional_gradient(
         q += alpha * dq
         new_loss = loss + a * alpha * alpha + b * alpha
         losses.append(new_loss)
+        steps.append(alpha)
         decrease = loss - new_loss
         loss = new_loss
         if decrease <= tol * abs(loss):
             break
     if log:
-        return T, {"loss": losses, "n_iter": it, "AT": AT}
+        return T, {"loss": losses, "n_iter": it, "AT": AT, "step": steps}
     return T
 
 
-def round_coupling(A: Any, T: Any, p: Any = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def round_coupling(
+    A: Any, T: Any, p: Any = None, *, _validated: bool = False
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     r"""Deterministic rounding: :math:`z_i = \arg\max_j T_{ij}`, hard map :math:`T_{ij} = p_i 1[j = z_i]`,
     C rebuilt from the hard map, empty blocks dropped and labels renumbered to ``0..K'-1``.
 
-    Returns ``labels`` (n,), ``T_hard`` (n, K') and ``C`` (K', K').
+    ``p`` defaults to the row sums of ``T``. Returns ``labels`` (n,), ``T_hard`` (n, K') and ``C`` (K', K').
     """
     T = np.asarray(T, dtype=np.float64)
+    if not _validated:
+        A = check_adjacency(A)
+        _check_plan_shape(T, A.shape[0])
+        p = T.sum(axis=1) if p is None else _check_weights(p, A.shape[0])
     n, K = T.shape
     p = T.sum(axis=1) if p is None else np.asarray(p, dtype=np.float64)
     z = np.argmax(T, axis=1)
