@@ -40,5 +40,28 @@ _EXPORTS = {
     "load_checkpoint": ".training",
     "save_checkpoint": ".training",
     "train": ".training",
+    "TorchEncoderLM": ".reference",
+    "copy_weights": ".reference",
+    # cofrgenet: continued-fraction channel mixing
+    "Cffn": ".cofrgenet",
+    "GatedCFFN": ".cofrgenet",
+    "DyadicSchedule": ".cofrgenet",
+    "continued_fraction": ".cofrgenet",
+    "continuant": ".cofrgenet",
+    "continuants": ".cofrgenet",
+    "fraction_gradient": ".cofrgenet",
+    # nextlat: next-latent prediction
+    "NextLatModel": ".nextlat",
+    "LatentDynamics": ".nextlat",
+    "MultiTokenModel": ".nextlat",
+    "SpeculativeResult": ".nextlat",
+    "self_speculative_decode": ".nextlat",
+    "greedy_decode": ".nextlat",
+    "grid_walk": ".nextlat",
+    "path_star": ".nextlat",
+    "effective_rank": ".nextlat",
+    "linear_probe_accuracy": ".nextlat",
+    # nexus: the Nexus optimizer
+    "Nexus": ".nexus",
 }
 __getattr__, __dir__, __all__ = attach(__name__, _EXPORTS)
