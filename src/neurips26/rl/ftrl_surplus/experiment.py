@@ -428,6 +428,7 @@ def run(run: Run) -> None:
     for reg in PAIR:
         run.metric(f"{reg}_median_br_r2", _r2(br["grid"].astype(float), np.median(br[reg]["S"], axis=0))[0])
         run.metric(f"{reg}_frac_r2_no_saddle", float(np.mean(br[reg]["r2"][~saddle] >= 0.95)))
+        run.metric(f"{reg}_frac_r2_pooled", float(np.mean(br[reg]["r2"] >= 0.95)))
         run.metric(f"{reg}_oc_median_surplus_over_eta_T", float(np.median(oc["ratio_oc"][reg])))
         run.metric(f"{reg}_br_median_surplus_over_eta_T", float(np.median(oc["ratio_br"][reg])))
         run.metric(f"{reg}_frac_br_beats_oc_continuous", float(np.mean(oc["br_beats"][reg])))
