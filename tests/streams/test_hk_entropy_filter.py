@@ -414,6 +414,36 @@ def test_field_package_exports():
     assert F is EntropyRateFilter and e is entropy_rate
 
 
+def test_pool_metrics_equal_brute_force():
+    from neurips26.streams.hk_entropy_filter.experiment import pool_metrics
+
+    rng = np.random.default_rng(11)
+    pool = [rng.integers(1, 12, int(rng.integers(3, 30))) for _ in range(25)]
+    m = pool_metrics(pool, 12)
+    trigrams = {tuple(d[i : i + 3]) for d in pool for i in range(d.size - 2)}
+    assert m["unique_trigrams"] == len(trigrams)
+    assert m["vocabulary"] == len({int(t) for d in pool for t in d})
+    rep = [1 - len({tuple(d[i : i + 3]) for i in range(d.size - 2)}) / (d.size - 2) for d in pool]
+    assert m["repetition"] == pytest.approx(np.mean(rep))
+
+
+def test_select_keeps_the_same_count_for_every_filter():
+    from neurips26.streams.hk_entropy_filter.experiment import FILTERS, select
+
+    rng = np.random.default_rng(12)
+    docs = [rng.integers(1, 40, int(rng.integers(20, 60))) for _ in range(50)]
+    lm = TrigramLM(40).fit(docs)
+    words = np.array(["<s>"] + [f"w{i}" for i in range(1, 40)])
+    for name in FILTERS:
+        kept = select(name, docs, lm, words, 0.5, np.random.default_rng(0))
+        assert len(kept) == (50 if name == "none" else 25)
+    low = select("logprob-low", docs, lm, words, 0.5, np.random.default_rng(0))
+    lp = lm.mean_logprob(docs)
+    assert max(lm.mean_logprob(low)) <= np.sort(lp)[24] + 1e-12  # the most surprising half
+    with pytest.raises(ValueError, match="filter"):
+        select("perplexity", docs, lm, words, 0.5, np.random.default_rng(0))
+
+
 @pytest.mark.experiment
 def test_quick_reproduction(tmp_path):
     assert_quick_verdict("hk-entropy-filter", tmp_path)

@@ -33,7 +33,7 @@ def main(quick: bool = True) -> list[dict]:
             flips = rng.random(max(sizes)) < np.where(np.arange(max(sizes)) % 2 == 0, 0.05, 0.1)
             full = np.cumsum(flips) % 2
         naive_t = [
-            time_repeats(lambda n=n, full=full: naive_match_lengths(full[:n]), repeat=1)["min"]
+            time_repeats(lambda n=n, full=full: naive_match_lengths(full[:n]), repeat=3)["min"]
             for n in naive_n
         ]
         fit = loglog_slope(naive_n, naive_t)

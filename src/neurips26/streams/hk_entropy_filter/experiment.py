@@ -167,6 +167,7 @@ def run(run: Run) -> None:
         slope.append(float(fit.slope))
         worst.append(max(r["bagrow_rel_err"] for r in rows))
     err = np.array([[r["bagrow_rel_err"] for r in rows] for rows in reps])  # (replicate, chain by rising H)
+    bar = run.claims.get("markov_bagrow_worst_rel_error").threshold
     true_h = np.array([[r["true_H"] for r in rows] for rows in reps])
     bias = np.array([[r["H_K_increasing"] / r["true_H"] - 1 for r in rows] for rows in reps])
     run.table(
@@ -176,7 +177,7 @@ def run(run: Run) -> None:
                 "true_H_mean": float(true_h[:, k].mean()),
                 "bagrow_rel_err_mean": float(err[:, k].mean()),
                 "bagrow_rel_err_max": float(err[:, k].max()),
-                "share_of_paths_above_bar": float(np.mean(err[:, k] > 0.08)),
+                "share_of_paths_above_bar": float(np.mean(err[:, k] > bar)),
                 "increasing_rel_bias_mean": float(bias[:, k].mean()),
             }
             for k in range(n_sources)
@@ -187,9 +188,9 @@ def run(run: Run) -> None:
     )
     run.metric("bagrow_worst_err_replicates_min", float(np.min(worst)))
     run.metric("bagrow_worst_err_replicates_max", float(np.max(worst)))
-    run.metric("bagrow_replicates_above_bar", int(np.sum(np.array(worst) > 0.08)))
+    run.metric("bagrow_replicates_above_bar", int(np.sum(np.array(worst) > bar)))
     run.metric("bagrow_err_mean_lowest_entropy_chain", float(err[:, 0].mean()))
-    run.metric("bagrow_share_above_bar_lowest_entropy_chain", float(np.mean(err[:, 0] > 0.08)))
+    run.metric("bagrow_share_above_bar_lowest_entropy_chain", float(np.mean(err[:, 0] > bar)))
     run.metric("bagrow_err_mean_second_lowest_chain", float(err[:, 1].mean()))
     run.metric("bagrow_err_mean_upper_half_chains", float(err[:, n_sources // 2 :].mean()))
     run.metric("markov_increasing_mean_rel_bias", float(bias.mean()))
@@ -343,16 +344,26 @@ def run(run: Run) -> None:
     )
 
     # ---------------- checks (digest thresholds) ----------------
-    run.check("markov_corr_increasing", corr)
-    run.check("markov_slope_increasing", slope)
-    run.check("markov_bagrow_worst_rel_error", worst)
+    # Replicated checks are decided on the central 80% of their replicates (10th-90th percentile), so that one
+    # outlying replicate among 8-20 neither makes a clear result inconclusive nor decides a thin one.
+    for name, values in (("markov_corr", corr), ("markov_slope", slope), ("bagrow_worst", worst)):
+        run.metric(f"{name}_replicates_min", float(np.min(values)))
+        run.metric(f"{name}_replicates_max", float(np.max(values)))
+    run.check("markov_corr_increasing", central(corr))
+    run.check("markov_slope_increasing", central(slope))
+    run.check("markov_bagrow_worst_rel_error", central(worst))
     run.check("duplication_lowers_hk", dup)
     run.check("shuffling_raises_hk", float(np.mean(shuf)))
     run.check("collapse_shown", none_tri[:, G] / none_tri[:, 0])
-    run.check("trigram_gain_vs_random", gains[("unique_trigrams", "random")])
-    run.check("trigram_gain_vs_best_logprob", tri_lp)
-    run.check("vocabulary_gain_vs_random", gains[("vocabulary", "random")])
-    run.check("vocabulary_gain_vs_best_logprob", gains[("vocabulary", "best_logprob")])
+    run.check("trigram_gain_vs_random", central(gains[("unique_trigrams", "random")]))
+    run.check("trigram_gain_vs_best_logprob", central(tri_lp))
+    run.check("vocabulary_gain_vs_random", central(gains[("vocabulary", "random")]))
+    run.check("vocabulary_gain_vs_best_logprob", central(gains[("vocabulary", "best_logprob")]))
     run.check("welch_max_pvalue", max(pvals))
-    run.check("repetition_vs_best_other", final("hk", "repetition") - rep_others)
+    run.check("repetition_vs_best_other", central(final("hk", "repetition") - rep_others))
     run.check("collapse_detector_spearman", rho)
+
+
+def central(values) -> list[float]:
+    """The 10th and 90th percentiles of replicate values: the interval a replicated check is decided on."""
+    return [float(v) for v in np.quantile(np.asarray(values, dtype=float), [0.1, 0.9])]

@@ -91,7 +91,7 @@ _HLL_P = 12  # view-count HyperLogLog: 2**12 one-byte registers (relative error 
 _DEPTH = 4  # top observations kept per reservoir direction
 _SIGN_BITS = 1024  # sign bits (random hyperplanes) stored per reservoir observation: its angle to the others
 _MIN_PAIRS = 3  # fewer near-duplicate pairs than this: the stream is taken as noise-free
-_TILE = 4096  # rows projected at once (bounds the memory of one update)
+_TILE_ELEMENTS = 2**22  # projections computed at once (a 16 MB float32 block): rows per tile = this / m
 _U64 = np.uint64
 
 
@@ -450,11 +450,9 @@ def _workspace(rows: int, cols: int, dtype: np.dtype) -> tuple[np.ndarray, np.nd
     if bufs is None:
         bufs = _WORK.bufs = {}
     if key not in bufs or bufs[key][0].shape[0] < rows:
+        size = max(rows, 2 * bufs[key][0].shape[0]) if key in bufs else rows
         bufs.clear()  # keep one pair of buffers per thread
-        bufs[key] = (
-            np.empty((max(rows, _TILE // 4), cols), dtype),
-            np.empty((max(rows, _TILE // 4), cols), bool),
-        )
+        bufs[key] = (np.empty((size, cols), dtype), np.empty((size, cols), bool))
     block, mask = bufs[key]
     return block[:rows], mask[:rows]
 
@@ -586,8 +584,9 @@ class MaxSketch:
         maxima = self.maxima_.astype(np.float64)
         top = (self.top_values_.copy(), self.top_hashes_.copy(), self.top_signs_.copy())
         n_res = self.reservoir
-        for lo in range(0, unit.shape[0], _TILE):
-            rows = unit[lo : lo + _TILE]
+        tile = int(np.clip(_TILE_ELEMENTS // self.n_projections, 64, 4096))
+        for lo in range(0, unit.shape[0], tile):
+            rows = unit[lo : lo + tile]
             block, near = _workspace(rows.shape[0], self.n_projections, rows.dtype)
             np.matmul(rows, dirs, out=block)
             # Exact column maxima: re-evaluate, in a fixed order, the rows that may beat the current maximum.
@@ -606,7 +605,7 @@ class MaxSketch:
                 exact = _exact_dots(rows[r].astype(np.float64), dirs_t64[c])
                 np.maximum.at(maxima, c, exact)
             if n_res:
-                tile_hashes = hashes[lo : lo + _TILE]
+                tile_hashes = hashes[lo : lo + tile]
                 first = np.unique(tile_hashes, return_index=True)[1]  # distinct observations of the tile
                 if first.size < rows.shape[0]:
                     first.sort()
