@@ -181,6 +181,14 @@ def run(run: Run) -> None:
     run.metric("ari_heat_full_batch_rings", med("full-batch kernel k-means, heat kernel"))
     run.metric("gain_heat_vs_linear_rings", float(np.median(heat_gains)))
     run.metric("speedup_at_n_compare", float(np.median(speedups)))
+    run.note(
+        f"Nystroem(300) + MiniBatchKMeans reaches ARI {med(NYSTROEM):.3f} in {med(NYSTROEM, 'seconds'):.2f} s on "
+        f"rings+blobs (n = {n_big}) against {med(OURS):.3f} in {med(OURS, 'seconds'):.2f} s for ours: with an RBF "
+        "kernel a user gets the same clustering from an explicit low-rank feature map and linear mini-batch k-means; "
+        "the exact-kernel mini-batch method is the tool for kernels without a cheap feature map (the kNN-graph heat "
+        f"kernel: ARI {med('mini-batch kernel k-means, heat kernel (ours)'):.3f} here) and for centres kept in "
+        "kernel space (partial_fit on streams)."
+    )
 
     # --- RBF bandwidth sweep: does any gamma let an RBF kernel k-means separate the rings? ---------------
     X, y = rings_blobs(n_big, seed=seeds[0])
@@ -203,17 +211,16 @@ def run(run: Run) -> None:
     run.metric("ari_best_rbf_sweep", float(max(r["ARI (ours)"] for r in sweep)))
 
     # --- early stopping and truncation variants (the paper's tol rule is measured before truncation) -------
-    variants = [("default: max_no_improvement = 10, renormalize", {})]
-    variants.append(
-        ("paper's rule: tol = 1e-3 (before truncation)", {"tol": 1e-3, "max_no_improvement": None})
-    )
+    variants = [("default: tol = 1e-3 (before truncation), or 10 batches without improvement", {})]
+    variants.append(("paper's rule alone: tol = 1e-3", {"max_no_improvement": None}))
+    variants.append(("max_no_improvement = 10 alone", {"tol": 0.0}))
     if run.full:
         for lr in ("sqrt", "sklearn"):
             for trunc in ("drop", "renormalize"):
                 variants.append(
                     (
                         f"{lr} lr, truncation = {trunc}, 100 iterations",
-                        {"learning_rate": lr, "truncation": trunc, "max_no_improvement": None},
+                        {"learning_rate": lr, "truncation": trunc, "tol": 0.0, "max_no_improvement": None},
                     )
                 )
     var_rows = []
@@ -274,10 +281,16 @@ def run(run: Run) -> None:
     ):  # the digest's tau sweep (reported, not gated): more batches kept = larger centres, slower steps
         tau_rows = []
         for tau in run.progress([4, 8, 30, 100], "tau sweep"):
-            est = MiniBatchKernelKMeans(k, gamma=gamma, tau=tau, random_state=seeds[0])
+            est = MiniBatchKernelKMeans(
+                k, gamma=gamma, tau=tau, tol=0.0, max_no_improvement=None, max_iter=60, random_state=seeds[0]
+            )
             r = _fit(est, X, y)
             tau_rows.append({"tau": tau, "tau * b / n": tau * est.batch_size / n_big, **r})
-        run.table(tau_rows, name="tau_sweep", caption=f"n = {n_big}, b = {defaults.batch_size}")
+        run.table(
+            tau_rows,
+            name="tau_sweep",
+            caption=f"n = {n_big}, b = {defaults.batch_size}, 60 batches (no early stop)",
+        )
 
     if run.full:
         run.check("speedup_vs_full_batch", speedups)
