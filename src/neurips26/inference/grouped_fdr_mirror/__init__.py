@@ -1,6 +1,7 @@
 """Grouped-feature FDR control with block mirror statistics (NeurIPS 2026; descriptive title, paper text not found).
 
-Linear part: :class:`GroupedMirrorFDR` (block Gaussian mirror with matrix-valued perturbations ``C_g``);
+Linear part: :class:`GroupedMirrorFDR` (block Gaussian mirror with matrix-valued perturbations ``C_g``; OLS, or
+group-Lasso screening plus an OLS refit when ``p >= n``);
 neural part: :class:`NeuralBlockMirrorFDR` (kernel-scaled mirror, block Permutation SHAP, SHAP derivatives).
 Both constructions are our reconstruction from the paper's predecessors (Gaussian Mirror, NGM, CatNet).
 """
@@ -10,6 +11,8 @@ from .block_mirror import (
     benjamini_hochberg,
     block_mirror_statistics,
     gaussian_mirror_statistics,
+    group_lasso,
+    group_lasso_mirror_statistics,
     group_partial_f_pvalues,
     lagged_design,
     mirror_matrices,
@@ -30,6 +33,8 @@ __all__ = [
     "block_mirror_statistics",
     "gaussian_mirror_statistics",
     "block_permutation_shap",
+    "group_lasso",
+    "group_lasso_mirror_statistics",
     "group_partial_f_pvalues",
     "hsic",
     "mirror_matrices",

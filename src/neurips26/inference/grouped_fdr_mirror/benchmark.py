@@ -16,12 +16,18 @@ from neurips26.inference.grouped_fdr_mirror import (
     benjamini_hochberg,
     group_partial_f_pvalues,
 )
+from neurips26.inference.grouped_fdr_mirror.block_mirror import mirror_threshold
 from neurips26.inference.grouped_fdr_mirror.experiment import (
-    _fdp_tpp,
-    _knockpy_groups,
+    _knockpy_statistics,
+    _rates,
     expected_lag_t,
+    knockpy_available,
     simulate_a,
 )
+
+
+def _fdp_tpp(selected: set[int], true: set[int]) -> tuple[float, float]:
+    return _rates(selected, true)[:2]
 
 
 def main(quick: bool = True) -> list[dict]:
@@ -39,10 +45,11 @@ def main(quick: bool = True) -> list[dict]:
         acc.setdefault("group BH (partial F)", []).append(
             (time.perf_counter() - t0, *_fdp_tpp(set(labels[rej].tolist()), true))
         )
-        t0 = time.perf_counter()
-        peer = _knockpy_groups(X, y, groups, r)
-        if peer is not None:
-            acc.setdefault("knockpy group knockoffs", []).append(
+        if knockpy_available():
+            t0 = time.perf_counter()
+            W = _knockpy_statistics(X, y, groups, r)
+            peer = set(labels[W >= mirror_threshold(W, 0.1, offset=1)].tolist())
+            acc.setdefault("knockpy group knockoffs (fixed-X, knockoff+)", []).append(
                 (time.perf_counter() - t0, *_fdp_tpp(peer, true))
             )
     rows = [
