@@ -12,5 +12,7 @@ _EXPORTS = {
     "AttentionMIL": ".ssg_mil",
     "unbalanced_sinkhorn_log": ".ssg_mil",
     "retained_mass": ".ssg_mil",
+    "grounding_weights": ".ssg_mil",
+    "synthetic_bags": ".ssg_mil",
 }
 __getattr__, __dir__, __all__ = attach(__name__, _EXPORTS)
