@@ -209,6 +209,10 @@ def run_experiment(
             if isinstance(err, (ExperimentNotAvailable, MissingDependency))
             else traceback.format_exc()
         )
+    except BaseException:  # Ctrl-C: no record, and the latest pointer stays where it was
+        if record_dir is None:
+            shutil.rmtree(run_dir, ignore_errors=True)
+        raise
     body = run.to_dict() if run is not None else {"slug": slug, "mode": mode, "seed": seed, "verdict": None}
     if error:
         body["verdict"] = None
