@@ -9,7 +9,7 @@ from scipy.stats import multivariate_normal
 from sklearn.exceptions import NotFittedError
 
 from neurips26.harness.testing import assert_quick_verdict
-from neurips26.inference import ConvMMDDeconvolver
+from neurips26.inference import ConvMMDDeconvolver, ExtremeDeconvolution
 from neurips26.inference.convmmd_deconv import (
     grid_posterior_mean,
     mmd2_unbiased,
@@ -151,17 +151,18 @@ def _two_gaussians(n, rng):
     return np.where(c, rng.normal(-2, 0.5, n), rng.normal(2, 0.5, n))
 
 
+@pytest.mark.slow
 def test_zero_noise_is_plain_mmd_fitting_and_known_noise_deconvolves():
     rng = np.random.default_rng(3)
     Z = _two_gaussians(2000, rng)
     kw = dict(n_components=4, n_steps=150, batch_size=256, samples_per_component=16, random_state=0)
-    clean = ConvMMDDeconvolver(**kw).fit(Z, 0.0)  # zero noise: plain MMD fit of a clean sample
+    clean = ConvMMDDeconvolver(**kw).fit(Z, noise_sd=0.0)  # zero noise: plain MMD fit of a clean sample
     grid = np.linspace(-5, 5, 1001)
     true = 0.5 * multivariate_normal(-2, 0.25).pdf(grid) + 0.5 * multivariate_normal(2, 0.25).pdf(grid)
     assert np.trapezoid((clean.density(grid) - true) ** 2, grid) < 0.01
     X = Z + rng.normal(0, 1.0, Z.shape)
-    plain = ConvMMDDeconvolver(**kw).fit(X, 0.0)  # ignores the noise: fits the law of X
-    deconv = ConvMMDDeconvolver(**kw).fit(X, 1.0)
+    plain = ConvMMDDeconvolver(**kw).fit(X, noise_sd=0.0)  # ignores the noise: fits the law of X
+    deconv = ConvMMDDeconvolver(**kw).fit(X, noise_sd=1.0)
     v_plain, v_deconv = plain.sample(20000, 0).var(), deconv.sample(20000, 0).var()
     assert v_plain == pytest.approx(X.var(), rel=0.1)
     assert v_deconv == pytest.approx(Z.var(), rel=0.1)
@@ -172,7 +173,9 @@ def fitted_2d():
     rng = np.random.default_rng(4)
     Z = np.r_[rng.normal([-2, 0], 0.5, (600, 2)), rng.normal([2, 1], 0.7, (600, 2))]
     X = Z + rng.normal(0, 0.5, Z.shape)
-    return ConvMMDDeconvolver(n_components=3, n_steps=60, batch_size=256, random_state=0).fit(X, 0.5), X
+    return ConvMMDDeconvolver(n_components=3, n_steps=60, batch_size=256, random_state=0).fit(
+        X, noise_sd=0.5
+    ), X
 
 
 def test_gmm_density_sampling_and_logpdf(fitted_2d):
@@ -191,14 +194,20 @@ def test_closed_form_posterior_mean_matches_importance_sampling(fitted_2d):
     est, X = fitted_2d
     x, sd = X[:20], np.full((20, 2), 0.5)
     exact = est._gmm_gaussian_posterior_mean(x, sd)
-    mc = est._importance_posterior_mean(x, sd, 40000, np.random.RandomState(0))
+    mc, info = est.denoise(x, sd, n_draws=40000, random_state=0, method="importance", return_diagnostics=True)
     np.testing.assert_allclose(mc, exact, atol=0.03)
+    # the digest's diagnostic: two independent halves agree (in posterior sds) with many draws ...
+    assert info["method"] == "importance" and info["half_gap"].shape == (20,)
+    assert info["half_gap_q95"] < 0.1 and np.all(info["ess"] > 100)
+    # ... and disagree, with a warning, with very few
+    with pytest.warns(UserWarning, match="halves disagree"):
+        est.denoise(x, sd, n_draws=8, random_state=0, method="importance")
 
 
 def test_closed_form_posterior_mean_matches_quadrature_1d():
     rng = np.random.default_rng(5)
     X = _two_gaussians(1500, rng) + rng.normal(0, 0.8, 1500)
-    est = ConvMMDDeconvolver(n_components=3, n_steps=40, batch_size=256, random_state=0).fit(X, 0.8)
+    est = ConvMMDDeconvolver(n_components=3, n_steps=40, batch_size=256, random_state=0).fit(X, noise_sd=0.8)
     sd = rng.uniform(0.5, 1.0, 50)
     grid = np.linspace(-10, 10, 8001)
     quad = grid_posterior_mean(X[:50], sd, "gaussian", grid, est.density(grid))
@@ -265,7 +274,7 @@ def test_flow_density_integrates_to_one_and_flow_fit_runs():
     X = _two_gaussians(800, rng) + rng.laplace(0, 0.5, 800)
     est = ConvMMDDeconvolver(
         "flow", noise="laplace", n_steps=20, batch_size=128, n_model_samples=128, random_state=0
-    ).fit(X, 0.7)
+    ).fit(X, noise_sd=0.7)
     assert est.sample(10, 0).shape == (10, 1)
     assert np.isfinite(est.denoise(X[:5], 0.7)).all()
 
@@ -284,23 +293,27 @@ def test_flow_density_integrates_to_one_and_flow_fit_runs():
         ({"min_scale": 0.0}, "min_scale"),
         ({"n_steps": 2.5}, "n_steps"),
         ({"samples_per_component": 1}, "samples_per_component"),
+        ({"flow": "maf"}, "flow"),
+        ({"init": "kmeans"}, "init"),
+        ({"init": ConvMMDDeconvolver()}, "fitted"),
+        ({"init_steps": 0}, "init_steps"),
     ],
 )
 def test_bad_parameters_raise(kwargs, param):
-    with pytest.raises(ValueError, match=param):
-        ConvMMDDeconvolver(**kwargs).fit(np.arange(10.0), 0.1)
+    with pytest.raises((ValueError, NotFittedError), match=param):
+        ConvMMDDeconvolver(**kwargs).fit(np.arange(10.0), noise_sd=0.1)
 
 
 def test_bad_fit_inputs_raise():
     est = ConvMMDDeconvolver(n_steps=2)
     with pytest.raises(ValueError, match="X"):
-        est.fit(np.array([0.0, np.nan, 1.0]), 0.1)
+        est.fit(np.array([0.0, np.nan, 1.0]), noise_sd=0.1)
     with pytest.raises(ValueError, match="X"):
-        est.fit(np.empty((0, 1)), 0.1)
+        est.fit(np.empty((0, 1)), noise_sd=0.1)
     with pytest.raises(ValueError, match="noise_sd"):
-        est.fit(np.arange(5.0), -0.1)
+        est.fit(np.arange(5.0), noise_sd=-0.1)
     with pytest.raises(ValueError, match="noise_sd"):
-        est.fit(np.arange(5.0), np.ones(3))
+        est.fit(np.arange(5.0), noise_sd=np.ones(3))
 
 
 def test_bad_method_inputs_raise(fitted_2d):
@@ -315,6 +328,15 @@ def test_bad_method_inputs_raise(fitted_2d):
         est.denoise(X[:3], 0.0)
     with pytest.raises(ValueError, match="n_draws"):
         est.denoise(X[:3], 0.5, n_draws=1)
+    with pytest.raises(ValueError, match="method"):
+        est.denoise(X[:3], 0.5, method="langevin")
+    with pytest.raises(ValueError, match="quadrature"):
+        est.denoise(X[:3], 0.5, method="quadrature")  # 2-D data
+    with pytest.raises(ValueError, match="agreement_tol"):
+        est.denoise(X[:3], 0.5, agreement_tol=0.0)
+    lap = ConvMMDDeconvolver(noise="laplace", n_components=2, n_steps=2).fit(X[:50, 0], noise_sd=0.5)
+    with pytest.raises(ValueError, match="closed_form"):
+        lap.denoise(X[:3, 0], 0.5, method="closed_form")
 
 
 def test_bad_function_inputs_raise():
@@ -350,6 +372,166 @@ def test_mmd_is_invariant_to_joint_row_permutation(seed):
     # one group with weight 1 is the ordinary U-statistic
     c = mmd2_unbiased(X, Y, group_weights=[1.0], groups=np.zeros(8, int), bandwidths=[0.5, 1.0])
     assert c == pytest.approx(mmd2_unbiased(X, Y, bandwidths=[0.5, 1.0]), abs=1e-12)
+
+
+def test_fit_takes_noise_sd_as_a_keyword_and_works_in_a_pipeline():
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import FunctionTransformer
+
+    rng = np.random.default_rng(8)
+    X = _two_gaussians(600, rng) + rng.normal(0, 0.5, 600)
+    X2 = X[:, None]
+    with pytest.raises(TypeError, match="noise_sd"):
+        ConvMMDDeconvolver(n_steps=2).fit(X2, 0.5)  # positional: 0.5 is y, noise_sd is missing
+    kw = dict(n_components=2, n_steps=20, batch_size=128, samples_per_component=8, random_state=0)
+    pipe = Pipeline([("identity", FunctionTransformer()), ("deconv", ConvMMDDeconvolver(**kw))])
+    pipe.fit(X2, deconv__noise_sd=0.5)
+    direct = ConvMMDDeconvolver(**kw).fit(X2, noise_sd=0.5)
+    np.testing.assert_allclose(pipe[-1].means_, direct.means_)
+    np.testing.assert_allclose(pipe[-1].score_samples(X2[:5]), direct.log_density(X2[:5]))
+
+
+def test_multiscale_exp_backward_matches_autograd_of_the_formula():
+    from neurips26.inference.convmmd_deconv.mmd import _MultiscaleExp
+
+    D = torch.rand(5, 4, dtype=torch.float64, requires_grad=True)
+    scales = torch.tensor([0.3, 1.0, 2.5], dtype=torch.float64)
+    assert torch.autograd.gradcheck(lambda d: _MultiscaleExp.apply(d, scales), (D,))
+    ref = torch.exp(-D[None] / scales[:, None, None]).mean(0)
+    np.testing.assert_allclose(_MultiscaleExp.apply(D, scales).detach().numpy(), ref.detach().numpy())
+
+
+def test_laplace_noise_logpdf_matches_scipy():
+    from scipy.stats import laplace, norm
+
+    from neurips26.inference.convmmd_deconv.noise import noise_logpdf
+
+    eps, sd = np.linspace(-3, 3, 13)[:, None], np.full((13, 1), 0.8)
+    np.testing.assert_allclose(
+        noise_logpdf(eps, sd, "laplace"), laplace(scale=0.8 / np.sqrt(2)).logpdf(eps[:, 0]), rtol=1e-12
+    )
+    np.testing.assert_allclose(
+        noise_logpdf(eps, sd, "gaussian"), norm(scale=0.8).logpdf(eps[:, 0]), rtol=1e-12
+    )
+
+
+def test_denoise_uses_each_rows_own_noise_sd():
+    """Rows and their sds stay paired: a near-noiseless row keeps its value, a very noisy one shrinks to the
+    prior mean (the digest's pitfall)."""
+    rng = np.random.default_rng(9)
+    X = _two_gaussians(1000, rng) + rng.normal(0, 0.5, 1000)
+    est = ConvMMDDeconvolver(n_components=3, n_steps=40, batch_size=256, random_state=0).fit(X, noise_sd=0.5)
+    x = np.array([1.5, 1.5, -1.0, -1.0])
+    sd = np.array([1e-4, 50.0, 1e-4, 50.0])
+    post = est.denoise(x, sd)[:, 0]
+    prior_mean = float(est.weights_ @ est.means_[:, 0])
+    np.testing.assert_allclose(post[[0, 2]], x[[0, 2]], atol=1e-3)
+    np.testing.assert_allclose(post[[1, 3]], prior_mean, atol=0.01)
+    perm = [3, 0, 2, 1]
+    np.testing.assert_allclose(est.denoise(x[perm], sd[perm])[:, 0], post[perm])
+
+
+@pytest.mark.parametrize("dim", [1, 2])
+def test_zuko_flow_starts_at_the_identity_and_is_a_density(dim):
+    pytest.importorskip("zuko")
+    from neurips26.inference.convmmd_deconv.flows import ZukoFlow
+
+    loc, scale = torch.full((dim,), 0.5, dtype=torch.float64), torch.full((dim,), 2.0, dtype=torch.float64)
+    flow = ZukoFlow(dim, loc, scale, n_blocks=2, n_bins=6, hidden=8, seed=0)
+    z = flow.rsample(4000, torch.Generator().manual_seed(0)).detach()
+    want = torch.distributions.Normal(loc, scale).log_prob(z).sum(1)
+    np.testing.assert_allclose(flow.log_prob(z).numpy(), want.numpy(), atol=1e-10)
+    with torch.no_grad():
+        for p in flow.parameters():
+            p.add_(0.3 * torch.randn_like(p))
+    if dim == 1:
+        grid = torch.linspace(-15, 15, 6001, dtype=torch.float64)[:, None]
+        assert np.trapezoid(np.exp(flow.log_prob(grid).numpy()), grid[:, 0].numpy()) == pytest.approx(
+            1, abs=1e-3
+        )
+        # samples and density agree: the mean of the draws against the density's first moment
+        m1 = np.trapezoid(grid[:, 0].numpy() * np.exp(flow.log_prob(grid).numpy()), grid[:, 0].numpy())
+        z = flow.rsample(40000, torch.Generator().manual_seed(1)).detach()
+        assert float(z.mean()) == pytest.approx(m1, abs=0.05)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("flow", ["zuko", "spline"])
+def test_flow_started_from_the_fitted_gmm_matches_it(flow):
+    if flow == "zuko":
+        pytest.importorskip("zuko")
+    rng = np.random.default_rng(10)
+    X = _two_gaussians(1500, rng) + rng.normal(0, 0.5, 1500)
+    kw = dict(noise="gaussian", batch_size=256, random_state=0)
+    gmm = ConvMMDDeconvolver(n_components=3, n_steps=80, samples_per_component=16, **kw).fit(X, noise_sd=0.5)
+    est = ConvMMDDeconvolver(
+        "flow", flow=flow, init=gmm, init_steps=300, n_steps=1, learning_rate=1e-6, n_model_samples=64, **kw
+    ).fit(X, noise_sd=0.5)
+    grid = np.linspace(-5, 5, 2001)
+    ise = np.trapezoid((est.density(grid) - gmm.density(grid)) ** 2, grid)
+    assert ise < 0.01 * np.trapezoid(gmm.density(grid) ** 2, grid)
+    assert est.init_model_ is gmm
+
+
+@pytest.mark.slow
+def test_flow_init_gmm_fits_its_own_gmm_sieve_first():
+    rng = np.random.default_rng(11)
+    X = _two_gaussians(800, rng) + rng.normal(0, 0.5, 800)
+    est = ConvMMDDeconvolver(
+        "flow",
+        flow="spline",
+        init="gmm",
+        n_components=3,
+        init_steps=50,
+        n_steps=2,
+        batch_size=128,
+        n_model_samples=64,
+        random_state=0,
+    ).fit(X, noise_sd=0.5)
+    assert est.init_model_.model == "gmm" and est.init_model_.n_steps == 400
+    assert est.init_model_.n_components == 3 and np.isfinite(est.init_nll_)
+
+
+def _xd_data(seed=0):
+    rng = np.random.default_rng(seed)
+    Z = np.r_[rng.normal([-2, 0], 0.5, (150, 2)), rng.normal([2, 1], 0.7, (150, 2))]
+    sd = rng.uniform(0.2, 0.6, 300)
+    return Z, Z + sd[:, None] * rng.standard_normal((300, 2)), sd
+
+
+def test_extreme_deconvolution_matches_astroml_xdgmm():
+    astro = pytest.importorskip("astroML.density_estimation")
+    _, X, sd = _xd_data()
+    ref = astro.XDGMM(3, max_iter=30, random_state=0).fit(X, (sd**2)[:, None, None] * np.eye(2))
+    ours = ExtremeDeconvolution(3, max_iter=30, random_state=0).fit(X, noise_sd=sd)
+    np.testing.assert_allclose(ours.means_, ref.mu, atol=1e-9)
+    np.testing.assert_allclose(ours.covariances_, ref.V, atol=1e-9)
+    np.testing.assert_allclose(ours.weights_, ref.alpha, atol=1e-9)
+
+
+def test_extreme_deconvolution_likelihood_increases_and_deconvolves():
+    Z, X, sd = _xd_data(1)
+    lls = [
+        ExtremeDeconvolution(2, max_iter=k, tol=-np.inf, random_state=0).fit(X, noise_sd=sd).log_likelihood_
+        for k in (1, 3, 10, 30)
+    ]
+    assert np.all(np.diff(lls) >= -1e-9)  # EM never decreases the likelihood
+    xd = ExtremeDeconvolution(2, random_state=0).fit(X, noise_sd=sd)
+    # deconvolved component covariances are tighter than those of a GMM on the noisy data
+    assert np.trace(xd.covariances_.sum(0)) < np.trace(np.cov(X.T)) * 2
+    S = xd.sample(20000, 0)
+    assert S.var(0).sum() == pytest.approx(Z.var(0).sum(), rel=0.1)
+    grid = np.stack(np.meshgrid(np.linspace(-5, 5, 201), np.linspace(-4, 5, 181)), -1).reshape(-1, 2)
+    mass = np.exp(xd.log_density(grid)).sum() * (10 / 200) * (9 / 180)
+    assert mass == pytest.approx(1.0, abs=0.01)
+    post = xd.denoise(X, sd)
+    assert np.mean((post - Z) ** 2) < np.mean((X - Z) ** 2)
+    with pytest.raises(ValueError, match="n_components"):
+        ExtremeDeconvolution(0).fit(X, noise_sd=sd)
+    with pytest.raises(ValueError, match="noise_sd"):
+        ExtremeDeconvolution(2).fit(X, noise_sd=-sd)
+    with pytest.raises(ValueError, match="noise_sd"):
+        xd.denoise(X, 0.0)
 
 
 @pytest.mark.experiment

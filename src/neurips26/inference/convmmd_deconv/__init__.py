@@ -6,12 +6,15 @@ data and ``Z~ + eps~`` (``Z~ ~ Q_theta``, ``eps~`` from the known noise law); th
 of empirical-Bayes posterior means.
 """
 
-from .deconvolver import ConvMMDDeconvolver
+from .deconvolver import ConvMMDDeconvolver, gmm_gaussian_posterior_mean
+from .extreme_deconvolution import ExtremeDeconvolution
 from .grid_bayes import grid_posterior_mean, npmle_grid
 from .mmd import mmd2_unbiased, multiscale_bandwidths
 
 __all__ = [
     "ConvMMDDeconvolver",
+    "ExtremeDeconvolution",
+    "gmm_gaussian_posterior_mean",
     "grid_posterior_mean",
     "mmd2_unbiased",
     "multiscale_bandwidths",
