@@ -22,6 +22,8 @@ from neurips26.inference.nbffg import (
     simulate_tree,
     subdivide_edges,
 )
+from neurips26.inference.nbffg.baselines import MeanFieldGaussianVI, bffg_mcmc
+from neurips26.inference.nbffg.tree import diffusion_grid
 
 
 def f_lin(x):
@@ -269,6 +271,7 @@ def test_path_subsampling_unbiased_with_wrong_weights_would_fail(nonlinear_fit):
     assert np.max(np.abs(per_leaf.mean(0) - model.loss_estimate(noise))) > 1e-3
 
 
+@pytest.mark.slow
 def test_training_reduces_loss_and_improves_ess():
     parent = balanced_binary_tree(3)
     _, y = simulate_tree(parent, f_sin, 0.3, 0.0, 1.0, 0.01, 1, 2)
@@ -334,6 +337,8 @@ def test_bootstrap_and_importance_summary():
         (dict(jitter=-1e-3), "jitter"),
         (dict(random_state=-1), "random_state"),
         (dict(transition_cov=-0.3), "transition_cov"),
+        (dict(transition_cov=np.full((5, 1, 1), 0.3)), "transition_cov"),
+        (dict(node_dependent="yes"), "node_dependent"),
         (dict(obs_cov=[[0.1, 0.2], [0.0, 0.1]]), "obs_cov"),
         (dict(root_mean=np.nan), "root_mean"),
     ],
@@ -374,6 +379,162 @@ def test_nbffg_bad_data_and_calls():
         m.train(0)
     with pytest.raises(ValueError, match="n_samples"):
         simulate_tree(parent, f_lin, 0.3, 0.0, 1.0, 0.01, 0)
+
+
+# ------------------------------------------------------------------- per-edge dynamics and diffusion grids
+def _dense_joint(parent, Phi, beta, Q, m0, P0):
+    """Prior mean and covariance of all states from x = B x + a + e (per-node Phi, beta, Q), by brute force."""
+    t = as_tree(parent)
+    n, d = t.n_nodes, Phi.shape[-1]
+    B, a, D = np.zeros((n * d, n * d)), np.zeros(n * d), np.zeros((n * d, n * d))
+    for c in range(n):
+        s = slice(c * d, c * d + d)
+        if t.parent[c] < 0:
+            a[s], D[s, s] = m0, P0
+        else:
+            p = t.parent[c]
+            B[s, p * d : p * d + d], a[s], D[s, s] = Phi[c], beta[c], Q[c]
+    M = np.linalg.inv(np.eye(n * d) - B)
+    return M @ a, M @ D @ M.T
+
+
+def test_node_dependent_linear_dynamics_make_the_guide_exact():
+    """Per-edge linear f(x, node) and per-edge Q: the per-edge least-squares proxy is exact, the guide's log
+    weights are constant and equal the dense Gaussian log evidence."""
+    parent = UNBALANCED
+    n = len(parent)
+    rng = np.random.default_rng(0)
+    a, b = rng.uniform(0.5, 1.2, n), rng.normal(0, 0.3, n)
+    q = rng.uniform(0.1, 0.5, n)
+    at, bt = torch.as_tensor(a), torch.as_tensor(b)
+
+    def f(x, node):
+        return at[node][:, None] * x + bt[node][:, None]
+
+    Q = q[:, None, None]
+    _, y = simulate_tree(parent, f, Q, 0.0, 1.0, 0.01, 1, 3, node_dependent=True)
+    model = NBFFG(f, Q, 0.0, 1.0, 0.01, node_dependent=True, n_steps=0, random_state=0).fit(parent, y[0])
+    child = np.arange(1, n)
+    np.testing.assert_allclose(model.Phi_[child, 0, 0], a[child], atol=1e-9)
+    np.testing.assert_allclose(model.beta_[child, 0], b[child], atol=1e-9)
+    _, log_w = model.sample(200, residual=False, random_state=1)
+    mu, S = _dense_joint(parent, a[:, None, None], b[:, None], Q, np.zeros(1), np.eye(1))
+    t = as_tree(parent)
+    Syy = S[np.ix_(t.leaves, t.leaves)] + 0.01 * np.eye(t.n_leaves)
+    r = y[0][:, 0] - mu[t.leaves]
+    ev = -0.5 * (r @ np.linalg.solve(Syy, r) + np.linalg.slogdet(Syy)[1] + t.n_leaves * np.log(2 * np.pi))
+    np.testing.assert_allclose(log_w, ev, atol=1e-9)
+    with pytest.raises(ValueError, match="node_dependent"):
+        model.guided_moments()
+
+
+def test_per_node_covariance_equal_to_a_shared_one_changes_nothing():
+    parent = balanced_binary_tree(3)
+    _, y = simulate_tree(parent, f_sin, 0.3, 0.0, 1.0, 0.01, 1, 5)
+    kw = dict(n_steps=10, batch_size=8, random_state=3)
+    shared = NBFFG(f_sin, 0.3, **kw).fit(parent, y[0])
+    per = NBFFG(f_sin, np.full((15, 1, 1), 0.3), **kw).fit(parent, y[0])
+    np.testing.assert_allclose(per.loss_history_, shared.loss_history_, atol=1e-12)
+    np.testing.assert_allclose(
+        per.sample(4, random_state=2)[1], shared.sample(4, random_state=2)[1], atol=1e-12
+    )
+
+
+def test_diffusion_grid_time_change():
+    base = balanced_binary_tree(2)
+    for tc in (True, False):
+        parent, node_map, dt = diffusion_grid(base, 10, 2.0, time_change=tc)
+        ref_parent, ref_map = subdivide_edges(base, 10)
+        np.testing.assert_array_equal(parent, ref_parent)
+        np.testing.assert_array_equal(node_map, ref_map)
+        assert dt[0] == 0
+        t = as_tree(parent)
+        for c in node_map[1:]:  # walking up from each original node sums one edge
+            total, node, steps = 0.0, c, []
+            for _ in range(10):
+                total += dt[node]
+                steps.append(dt[node])
+                node = t.parent[node]
+            assert total == pytest.approx(2.0)
+            if tc:  # steps shrink towards the child end: t = T u (2 - u)
+                assert np.all(np.diff(steps) > 0) and steps[0] == pytest.approx(2.0 / 100)
+            else:
+                np.testing.assert_allclose(steps, 0.2)
+    with pytest.raises(ValueError, match="n_steps"):
+        diffusion_grid(base, 0)
+    with pytest.raises(ValueError, match="branch_length"):
+        diffusion_grid(base, 5, -1.0)
+
+
+# ------------------------------------------------------------------------------- the two new baselines
+def test_transform_matches_loss_estimate_and_sampling(nonlinear_fit):
+    _, model = nonlinear_fit
+    noise = np.random.default_rng(7).standard_normal((6, model.tree_.n_nodes, 1))
+    x, log_w = model.transform(noise)
+    np.testing.assert_allclose(-log_w, model.loss_estimate(noise), atol=1e-12)
+    assert x.shape == (6, model.tree_.n_nodes, 1)
+    with pytest.raises(ValueError, match="noise"):
+        model.transform(np.zeros((2, 3, 1)))
+
+
+@pytest.mark.slow
+def test_mean_field_vi_on_a_gaussian_tree_recovers_the_exact_means():
+    """Reverse-KL mean-field Gaussian VI on a Gaussian target: exact means, variances 1 / diag(precision)."""
+    parent = balanced_binary_tree(2)
+    _, y = simulate_tree(parent, f_lin, 0.3, 0.0, 1.0, 0.05, 1, 2)
+    vi = MeanFieldGaussianVI(
+        f_lin, 0.3, 0.0, 1.0, 0.05, n_steps=3000, batch_size=256, learning_rate=2e-2, random_state=0
+    )
+    vi.fit(parent, y[0])
+    m, _, ev = dense_gaussian_tree_posterior(parent, y[0], 0.05, [[0.9]], [0.1], 0.3, 0.0, 1.0)
+    n = len(parent)
+    mu, S = _dense_joint(
+        parent, np.full((n, 1, 1), 0.9), np.full((n, 1), 0.1), np.full((n, 1, 1), 0.3), np.zeros(1), np.eye(1)
+    )
+    t = as_tree(parent)
+    P = np.linalg.inv(S)
+    P[t.leaves, t.leaves] += 1 / 0.05
+    np.testing.assert_allclose(vi.mean_.detach().numpy()[:, 0], m[:, 0], atol=0.02)
+    np.testing.assert_allclose(np.exp(2 * vi.log_scale_.detach().numpy()[:, 0]), 1 / np.diag(P), rtol=0.1)
+    # log_joint is the model's joint density (brute force at the posterior mean)
+    x = torch.as_tensor(m[None])
+    r = y[0][:, 0] - m[t.leaves, 0]
+    d = m[:, 0] - mu
+    want = -0.5 * (d @ np.linalg.solve(S, d) + np.linalg.slogdet(S)[1] + n * np.log(2 * np.pi))
+    want += -0.5 * (r @ r / 0.05 + t.n_leaves * np.log(2 * np.pi * 0.05))
+    assert float(vi.log_joint(x)[0]) == pytest.approx(want, abs=1e-9)
+    s = importance_summary(*vi.sample(4000, random_state=1))
+    assert s["log_evidence"] == pytest.approx(ev, abs=0.05)
+    with pytest.raises(ValueError, match="learning_rate"):
+        MeanFieldGaussianVI(f_lin, 0.3, learning_rate=0.0).fit(parent, y[0])
+    with pytest.raises(RuntimeError, match="not fitted"):
+        MeanFieldGaussianVI(f_lin, 0.3).sample(3)
+
+
+def test_bffg_mcmc_accepts_every_move_under_an_exact_guide(linear_fit):
+    parent, y, model = linear_fit
+    out = bffg_mcmc(model, n_chains=10, n_iter=200, random_state=0)
+    assert out["acceptance"] == 1.0  # constant weights: every pCN move is accepted
+    m, c, _ = dense_gaussian_tree_posterior(parent, y, 0.01, [[0.9]], [0.1], 0.3, 0.0, 1.0)
+    assert np.max(np.abs(out["means"] - m)) < 0.1
+    with pytest.raises(ValueError, match="rho"):
+        bffg_mcmc(model, rho=1.0)
+    with pytest.raises(ValueError, match="fitted NBFFG"):
+        bffg_mcmc(NBFFG(f_lin, 0.3))
+    with pytest.raises(ValueError, match="n_chains"):
+        bffg_mcmc(model, n_chains=0)
+
+
+def test_bffg_mcmc_targets_the_posterior_on_a_nonlinear_tree():
+    """BFFG-MCMC and the grid posterior agree on the internal-node means (a long run, the weights vary)."""
+    parent = balanced_binary_tree(3)
+    _, y = simulate_tree(parent, f_sin, 0.3, 0.0, 1.0, 0.01, 1, 8)
+    model = NBFFG(f_sin, 0.3, 0.0, 1.0, 0.01, n_steps=0, random_state=0).fit(parent, y[0])
+    out = bffg_mcmc(model, n_chains=40, n_iter=400, random_state=1)
+    truth = grid_posterior_1d(parent, y[0], lambda v: v + 0.8 * np.sin(v), 0.3, 0.0, 1.0, 0.01)
+    inner = ~as_tree(parent).is_leaf
+    assert 0.05 < out["acceptance"] < 0.9
+    assert np.max(np.abs(out["means"][inner, 0] - truth.means[inner])) < 0.1
 
 
 @pytest.mark.experiment

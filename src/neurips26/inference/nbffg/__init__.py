@@ -2,7 +2,7 @@
 
 Backward filter of a linear-Gaussian proxy on a tree, guided forward proposals, a neural residual trained on
 the reverse-KL objective with unbiased root-to-leaf path subsampling; exact references (dense Gaussian
-conditioning, 1-D grid sum-product) and the bootstrap baseline.
+conditioning, 1-D grid sum-product) and the baselines (bootstrap IS, mean-field Gaussian VI, BFFG-MCMC).
 """
 
 from .backward_filter import (
@@ -12,30 +12,36 @@ from .backward_filter import (
     gaussian_tree_smoother,
     root_log_evidence,
 )
+from .baselines import MeanFieldGaussianVI, bffg_mcmc
 from .grid import GridPosterior, grid_posterior_1d
 from .nbffg import (
     NBFFG,
     ConditionalAffineResidual,
     bootstrap_importance_sampling,
     importance_summary,
+    linearised_proxy,
     simulate_tree,
 )
-from .tree import Tree, as_tree, balanced_binary_tree, subdivide_edges
+from .tree import Tree, as_tree, balanced_binary_tree, diffusion_grid, subdivide_edges
 
 __all__ = [
     "NBFFG",
     "CanonicalMessages",
     "ConditionalAffineResidual",
     "GridPosterior",
+    "MeanFieldGaussianVI",
     "Tree",
     "as_tree",
     "backward_filter",
     "balanced_binary_tree",
+    "bffg_mcmc",
     "bootstrap_importance_sampling",
     "dense_gaussian_tree_posterior",
+    "diffusion_grid",
     "gaussian_tree_smoother",
     "grid_posterior_1d",
     "importance_summary",
+    "linearised_proxy",
     "root_log_evidence",
     "simulate_tree",
     "subdivide_edges",

@@ -65,15 +65,37 @@ def _std_normal_logpdf(z: Tensor) -> Tensor:
     return -0.5 * (z**2).sum(-1) - z.shape[-1] * _HALF_LOG2PI
 
 
-def _check_f(f: Callable[[Tensor], Tensor], d: int) -> None:
+def _call_f(f: Callable[..., Tensor], x: Tensor, nodes: Tensor | None, node_dependent: bool) -> Tensor:
+    """``f(x)``, or ``f(x, nodes)`` (the child node of every row) for edge-dependent dynamics."""
+    return f(x, nodes) if node_dependent else f(x)
+
+
+def _check_f(f: Callable[..., Tensor], d: int, node_dependent: bool = False) -> None:
     if not callable(f):
         raise TypeError("f must be a callable mapping a (batch, d) float64 tensor to a (batch, d) tensor")
     probe = torch.linspace(-1.0, 1.0, 3 * d, dtype=_DT).reshape(3, d)
-    out = f(probe)
+    out = _call_f(f, probe, torch.zeros(3, dtype=torch.long), node_dependent)
     if not isinstance(out, Tensor) or out.shape != probe.shape:
         raise ValueError(f"f must map a (batch, {d}) tensor to a (batch, {d}) tensor")
     if not torch.all(torch.isfinite(out)):
         raise ValueError("f must return finite values")
+
+
+def check_transition_cov(Q: Any, tree: Tree, d: int) -> np.ndarray:
+    """The transition covariance per node, (n_nodes, d, d): one shared matrix (scalar, (d,) diagonal or (d, d))
+    or one per child node (n_nodes, d, d; the root's entry is unused and replaced by the identity)."""
+    arr = np.asarray(Q, dtype=float)
+    n = tree.n_nodes
+    if arr.ndim == 3:
+        if arr.shape != (n, d, d):
+            raise ValueError(f"transition_cov per node must have shape ({n}, {d}, {d}), got {arr.shape}")
+        out = np.array(arr)
+        out[tree.root] = np.eye(d)
+        for node in range(n):
+            if node != tree.root:
+                out[node] = check_spd(arr[node], f"transition_cov[{node}]", d)
+        return out
+    return np.broadcast_to(check_spd(Q, "transition_cov", d), (n, d, d)).copy()
 
 
 def _check_int(value: Any, name: str, low: int) -> int:
@@ -152,11 +174,14 @@ class NBFFG:
     Parameters
     ----------
     f : callable, the transition mean; maps a (batch, d) float64 tensor to (batch, d) (torch, differentiable).
-    transition_cov : Q, scalar, (d,) diagonal or (d, d).
+        With ``node_dependent=True`` it is called as ``f(x, node)``, ``node`` the LongTensor of the child node
+        of every row (edges of different lengths, such as a time-changed Euler grid of a diffusion edge).
+    transition_cov : Q, scalar, (d,) diagonal, (d, d), or one per child node (n_nodes, d, d).
     root_mean, root_cov : root prior N(m0, P0).
     obs_cov : R of ``y = x + N(0, R)``.
-    proxy : ``"lstsq"`` (least-squares fit of ``f`` on prior samples of the tree) or a tuple
-        ``(Phi, beta)`` / ``(Phi, beta, Q~)``; ``Q~`` defaults to ``Q``.
+    proxy : ``"lstsq"`` (least-squares fit of ``f`` on prior samples of the tree: one global fit, or one per
+        edge when ``f`` is node-dependent) or a tuple ``(Phi, beta)`` / ``(Phi, beta, Q~)``, shared or per
+        node; ``Q~`` defaults to ``Q``.
     residual : train the neural residual (False: plain BFFG guide).
     flow : ``"affine"`` (shift and log-scale) or ``"shift"`` (controlled-SDE style drift residual only).
     hidden_size : width of the residual MLP (>= 1).
@@ -166,6 +191,7 @@ class NBFFG:
     estimator : ``"path"`` (unbiased root-to-leaf subsampling) or ``"full"`` (whole tree every step).
     n_proxy_samples : prior tree samples for the least-squares proxy (>= 2).
     jitter : diagonal jitter in the backward filter's Cholesky solves (>= 0).
+    node_dependent : call ``f(x, node)`` (see ``f``).
     random_state : seed (int), numpy Generator or None.
 
     Attributes (after :meth:`fit`)
@@ -195,6 +221,7 @@ class NBFFG:
         estimator: str = "path",
         n_proxy_samples: int = 200,
         jitter: float = 0.0,
+        node_dependent: bool = False,
         random_state: int | np.random.Generator | None = None,
     ) -> None:
         self.f = f
@@ -212,11 +239,17 @@ class NBFFG:
         self.estimator = estimator
         self.n_proxy_samples = n_proxy_samples
         self.jitter = jitter
+        self.node_dependent = node_dependent
         self.random_state = random_state
 
     # ------------------------------------------------------------------------------------------ setup
+    def _f(self, x: Tensor, nodes: Tensor | None) -> Tensor:
+        return _call_f(self.f, x, nodes, self.node_dependent)
+
     def _validate(self, d: int) -> None:
-        _check_f(self.f, d)
+        if not isinstance(self.node_dependent, (bool, np.bool_)):
+            raise ValueError(f"node_dependent must be True or False, got {self.node_dependent!r}")
+        _check_f(self.f, d, bool(self.node_dependent))
         _check_int(self.hidden_size, "hidden_size", 1)
         _check_int(self.n_steps, "n_steps", 0)
         _check_int(self.batch_size, "batch_size", 1)
@@ -248,13 +281,26 @@ class NBFFG:
                 raise ValueError(f"proxy: Phi must be ({d}, {d}) and beta ({d},) (or per node)")
             if not (np.all(np.isfinite(Phi)) and np.all(np.isfinite(beta))):
                 raise ValueError("proxy: Phi and beta must be finite")
-            Qt = check_spd(self.proxy[2], "proxy_cov", d) if len(self.proxy) == 3 else Q
+            Qt = check_transition_cov(self.proxy[2], tree, d) if len(self.proxy) == 3 else Q
             return Phi, beta, Qt
         if self.proxy != "lstsq":
             raise ValueError(f"proxy must be 'lstsq' or a tuple (Phi, beta[, proxy_cov]), got {self.proxy!r}")
         # least-squares fit of f on prior samples of the tree's internal nodes (the digest's proxy)
         with torch.no_grad():
-            x = _simulate_prior(tree, self.f, Q, m0, P0, int(self.n_proxy_samples), gen)
+            x = _simulate_prior(tree, self.f, Q, m0, P0, int(self.n_proxy_samples), gen, self.node_dependent)
+        if self.node_dependent:  # one fit per edge: f(., c) on prior samples of c's parent
+            child = np.flatnonzero(np.arange(tree.n_nodes) != tree.root)
+            xp = x[:, tree.parent[child]]  # (S, m, d)
+            nodes = torch.as_tensor(child).repeat(xp.shape[0])
+            with torch.no_grad():
+                fx = self._f(xp.reshape(-1, d), nodes).reshape(xp.shape).numpy()
+            A = np.concatenate([xp.numpy(), np.ones(xp.shape[:2] + (1,))], axis=2).transpose(1, 0, 2)
+            coef = np.linalg.solve(A.transpose(0, 2, 1) @ A, A.transpose(0, 2, 1) @ fx.transpose(1, 0, 2))
+            Phi = np.broadcast_to(np.eye(d), (tree.n_nodes, d, d)).copy()
+            beta = np.zeros((tree.n_nodes, d))
+            Phi[child] = coef[:, :d].transpose(0, 2, 1)
+            beta[child] = coef[:, d]
+            return Phi, beta, Q
         xs = x[:, ~tree.is_leaf].reshape(-1, d)
         with torch.no_grad():
             fx = self.f(xs).numpy()
@@ -275,7 +321,7 @@ class NBFFG:
         d = y.shape[-1]
         y = check_observations(y, tree, d)
         self._validate(d)
-        Q = check_spd(self.transition_cov, "transition_cov", d)
+        Q = check_transition_cov(self.transition_cov, tree, d)
         P0 = check_spd(self.root_cov, "root_cov", d)
         R = check_spd(self.obs_cov, "obs_cov", d)
         m0 = np.asarray(self.root_mean, dtype=float)
@@ -308,13 +354,13 @@ class NBFFG:
         """Per-node tensors of the guided transitions and of the edge weights."""
         tree, msg, d = self.tree_, self.messages_, self.d_
         n = tree.n_nodes
-        true = edge_coefficients(msg.H, msg.F, msg.c, np.broadcast_to(Q, (n, d, d)), float(self.jitter))
+        true = edge_coefficients(msg.H, msg.F, msg.c, Q, float(self.jitter))
         Qt = np.broadcast_to(self.proxy_cov_, (n, d, d))
         prox = edge_coefficients(msg.H, msg.F, msg.c, Qt, float(self.jitter))
         P0_inv = np.linalg.inv(P0)
         Jr_inv = np.linalg.inv(msg.H[tree.root] + P0_inv)
         t = lambda a: torch.from_numpy(np.array(a, dtype=np.float64))  # noqa: E731
-        self._Q_inv = t(np.linalg.inv(Q))
+        self._Q_inv = t(np.linalg.inv(Q))  # (n, d, d), per child node
         self._J_inv = t(true.J_inv)
         self._L = torch.linalg.cholesky(self._J_inv)
         self._F = t(msg.F)
@@ -340,6 +386,7 @@ class NBFFG:
         # one packed per-node table, so that each level of the forward pass gathers once
         parts = [
             ("J_inv", self._J_inv, (d, d)),
+            ("Q_inv", self._Q_inv, (d, d)),
             ("L", self._L, (d, d)),
             ("F", self._F, (d,)),
             ("A", self._A, (d, d)),
@@ -427,8 +474,9 @@ class NBFFG:
                 x_p = x
             p = self._gather(ids)
             width = ids.shape[1]
-            fx = self.f(x_p.reshape(-1, d)).reshape(x_p.shape)
-            mu = _mv(p["J_inv"], p["F"] + fx @ self._Q_inv)
+            nodes = ids.expand(n, width).reshape(-1) if self.node_dependent else None
+            fx = self._f(x_p.reshape(-1, d), nodes).reshape(x_p.shape)
+            mu = _mv(p["J_inv"], p["F"] + _mv(p["Q_inv"], fx))
             z = draw(ids, width)
             term = -self._edge_log_weight(p, x_p, fx)
             if use_residual:
@@ -519,6 +567,25 @@ class NBFFG:
             )
         return loss.numpy()
 
+    def transform(
+        self, noise: np.ndarray | Tensor, *, residual: bool = True
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The full-tree sample ``x = T(noise)`` for given standard-normal ``noise`` (n, n_nodes, d), and its
+        log importance weight ``log p(x, y) - log q(x)`` (the map BFFG-MCMC moves through)."""
+        self._check_fitted()
+        noise = torch.as_tensor(np.asarray(noise, dtype=float), dtype=_DT)
+        if noise.ndim != 3 or noise.shape[1:] != (self.tree_.n_nodes, self.d_) or noise.shape[0] < 1:
+            raise ValueError(
+                f"noise must have shape (n, {self.tree_.n_nodes}, {self.d_}), got {tuple(noise.shape)}"
+            )
+        if not torch.all(torch.isfinite(noise)):
+            raise ValueError("noise must be finite")
+        with torch.no_grad():
+            loss, x = self._forward(
+                noise.shape[0], leaves=None, noise=noise, use_residual=residual, stl=False, keep_states=True
+            )
+        return x.numpy(), -loss.numpy()
+
     def sample(
         self, n_samples: int, *, residual: bool = True, random_state: int | np.random.Generator | None = None
     ) -> tuple[np.ndarray, np.ndarray]:
@@ -559,9 +626,11 @@ class NBFFG:
             child = torch.as_tensor(np.flatnonzero(np.arange(tree.n_nodes) != tree.root))
             par = torch.from_numpy(np.array(tree.parent))[child]
             x_p = xt[:, par]
-            fx = self.f(x_p.reshape(-1, d)).reshape(x_p.shape)
+            n = x_p.shape[0]
+            nodes = child.repeat(n) if self.node_dependent else None
+            fx = self._f(x_p.reshape(-1, d), nodes).reshape(x_p.shape)
             ids = child[None, :]
-            mu = torch.einsum("...ij,...j->...i", self._J_inv[ids], self._F[ids] + fx @ self._Q_inv)
+            mu = _mv(self._J_inv[ids], self._F[ids] + _mv(self._Q_inv[ids], fx))
             n, w = x_p.shape[0], child.numel()
             feat = torch.cat([self._logH[ids], self._depth[ids][..., None]], -1)
             ctx = torch.cat([x_p, mu, feat.expand(n, w, d + 1)], -1)
@@ -575,6 +644,8 @@ class NBFFG:
         posterior). Raises ValueError if ``f`` is not affine."""
         self._check_fitted()
         d, tree = self.d_, self.tree_
+        if self.node_dependent:
+            raise ValueError("guided_moments needs one affine f shared by all edges (node_dependent=False)")
         with torch.no_grad():
             beta = self.f(torch.zeros(1, d, dtype=_DT))[0]
             Phi = (self.f(torch.eye(d, dtype=_DT)) - beta).T
@@ -591,9 +662,9 @@ class NBFFG:
         for k in range(1, tree.max_depth + 1):
             lev = self._levels[k]
             par = torch.from_numpy(np.array(tree.parent))[lev]
-            G = self._J_inv[lev] @ self._Q_inv @ Phi
+            G = self._J_inv[lev] @ self._Q_inv[lev] @ Phi
             means[lev] = torch.einsum("nij,nj->ni", G, means[par]) + torch.einsum(
-                "nij,nj->ni", self._J_inv[lev], self._F[lev] + beta @ self._Q_inv
+                "nij,nj->ni", self._J_inv[lev], self._F[lev] + _mv(self._Q_inv[lev], beta.expand(len(lev), d))
             )
             covs[lev] = G @ covs[par] @ G.transpose(-1, -2) + self._J_inv[lev]
         return means.numpy(), covs.numpy()
@@ -601,22 +672,26 @@ class NBFFG:
 
 def _simulate_prior(
     tree: Tree,
-    f: Callable[[Tensor], Tensor],
+    f: Callable[..., Tensor],
     Q: np.ndarray,
     m0: np.ndarray,
     P0: np.ndarray,
     n: int,
     gen: torch.Generator,
+    node_dependent: bool = False,
 ) -> Tensor:
+    """Ancestral draws from the model; ``Q`` is (n_nodes, d, d) (see :func:`check_transition_cov`)."""
     d = m0.shape[0]
     LQ = torch.linalg.cholesky(torch.as_tensor(Q, dtype=_DT))
     x = torch.empty(n, tree.n_nodes, d, dtype=_DT)
     L0 = torch.linalg.cholesky(torch.as_tensor(P0, dtype=_DT))
     x[:, tree.root] = torch.as_tensor(m0, dtype=_DT) + torch.randn(n, d, dtype=_DT, generator=gen) @ L0.T
     for lev in tree.levels[1:]:
+        ids = torch.as_tensor(np.array(lev))
         xp = x[:, torch.as_tensor(np.array(tree.parent[lev]))]
-        noise = torch.randn(n, lev.size, d, dtype=_DT, generator=gen) @ LQ.T
-        x[:, torch.as_tensor(np.array(lev))] = f(xp.reshape(-1, d)).reshape(xp.shape) + noise
+        noise = _mv(LQ[ids], torch.randn(n, lev.size, d, dtype=_DT, generator=gen))
+        nodes = ids.repeat(n) if node_dependent else None
+        x[:, ids] = _call_f(f, xp.reshape(-1, d), nodes, node_dependent).reshape(xp.shape) + noise
     return x
 
 
@@ -629,19 +704,22 @@ def simulate_tree(
     obs_cov: Any,
     n_samples: int = 1,
     random_state: int | np.random.Generator | None = None,
+    node_dependent: bool = False,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Draw states (n_samples, n_nodes, d) from the model and leaf observations (n_samples, n_leaves, d)."""
+    """Draw states (n_samples, n_nodes, d) from the model and leaf observations (n_samples, n_leaves, d).
+
+    ``transition_cov`` and ``node_dependent`` as in :class:`NBFFG`."""
     tree = as_tree(parent)
     m0 = np.atleast_1d(np.asarray(root_mean, dtype=float))
     d = m0.shape[0]
-    _check_f(f, d)
+    _check_f(f, d, node_dependent)
     n_samples = _check_int(n_samples, "n_samples", 1)
-    Q = check_spd(transition_cov, "transition_cov", d)
+    Q = check_transition_cov(transition_cov, tree, d)
     P0 = check_spd(root_cov, "root_cov", d)
     R = check_spd(obs_cov, "obs_cov", d)
     gen = _generator(random_state)
     with torch.no_grad():
-        x = _simulate_prior(tree, f, Q, m0, P0, n_samples, gen)
+        x = _simulate_prior(tree, f, Q, m0, P0, n_samples, gen, node_dependent)
         LR = torch.linalg.cholesky(torch.as_tensor(R, dtype=_DT))
         y = (
             x[:, torch.as_tensor(np.array(tree.leaves))]
@@ -660,6 +738,7 @@ def bootstrap_importance_sampling(
     obs_cov: Any,
     n_samples: int,
     random_state: int | np.random.Generator | None = None,
+    node_dependent: bool = False,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Bootstrap (prior-proposal) importance sampling: forward-simulate the tree, weight by the likelihood.
 
@@ -670,7 +749,9 @@ def bootstrap_importance_sampling(
     y = check_observations(y[:, None] if y.ndim == 1 else y, tree)
     d = y.shape[1]
     m0 = np.broadcast_to(np.asarray(root_mean, dtype=float), (d,)).copy()
-    x, _ = simulate_tree(tree, f, transition_cov, m0, root_cov, obs_cov, n_samples, random_state)
+    x, _ = simulate_tree(
+        tree, f, transition_cov, m0, root_cov, obs_cov, n_samples, random_state, node_dependent
+    )
     R = check_spd(obs_cov, "obs_cov", d)
     obs = np.flatnonzero(~np.isnan(y[:, 0]))
     r = x[:, obs] - y[obs]
@@ -725,13 +806,14 @@ def linearised_proxy(
     d = y.shape[1]
     _check_f(f, d)
     n_iter = _check_int(n_iter, "n_iter", 1)
+    Q = check_spd(transition_cov, "transition_cov (one shared matrix for the local linearisation)", d)
     n = tree.n_nodes
     Phi = np.broadcast_to(np.eye(d), (n, d, d)).copy()
     beta = np.zeros((n, d))
     child = np.flatnonzero(np.arange(n) != tree.root)
     jac = torch.func.vmap(torch.func.jacrev(lambda v: f(v[None])[0]))
     for _ in range(n_iter):
-        means, _, _ = gaussian_tree_smoother(tree, y, obs_cov, Phi, beta, transition_cov, root_mean, root_cov)
+        means, _, _ = gaussian_tree_smoother(tree, y, obs_cov, Phi, beta, Q, root_mean, root_cov)
         mp = torch.as_tensor(means[tree.parent[child]], dtype=_DT)
         with torch.no_grad():
             fm = f(mp)

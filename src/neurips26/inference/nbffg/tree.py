@@ -168,3 +168,42 @@ def subdivide_edges(parent: np.ndarray | list[int] | Tree, n_steps: int) -> tupl
                 prev = len(new_parent) - 1
             node_map[c] = prev
     return np.asarray(new_parent, dtype=np.int64), node_map
+
+
+def diffusion_grid(
+    parent: np.ndarray | list[int] | Tree,
+    n_steps: int,
+    branch_length: float = 1.0,
+    *,
+    time_change: bool = True,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Euler grid of diffusion edges: every edge of length ``T = branch_length`` becomes ``n_steps`` steps.
+
+    With ``time_change=True`` the step ends are ``t_k = T u_k (2 - u_k)``, ``u_k = k / n_steps``: the time change
+    of guided proposals (van der Meulen and Schauer 2017), whose steps shrink linearly towards the child end,
+    where the guiding term ``~ 1 / (T - t)`` is stiff; ``False`` gives the uniform grid. Returns
+    ``(parent_expanded, node_map, dt)``: ``node_map`` as in :func:`subdivide_edges` and ``dt[c]`` the length of
+    the step into node ``c`` (0 at the root), for an Euler transition ``x + b(x) dt[c]``, ``sigma^2 dt[c]``.
+    """
+    tree = as_tree(parent)
+    if isinstance(n_steps, bool) or not isinstance(n_steps, (int, np.integer)) or n_steps < 1:
+        raise ValueError(f"n_steps must be an integer >= 1, got {n_steps!r}")
+    if not (
+        isinstance(branch_length, (int, float, np.floating))
+        and np.isfinite(branch_length)
+        and branch_length > 0
+    ):
+        raise ValueError(f"branch_length must be a finite number > 0, got {branch_length!r}")
+    new_parent, node_map = subdivide_edges(tree, int(n_steps))
+    u = np.arange(n_steps + 1) / n_steps
+    t = branch_length * (u * (2.0 - u) if time_change else u)
+    steps = np.diff(t)
+    dt = np.zeros(new_parent.shape[0])
+    # subdivide_edges appends each chain parent-to-child: the k-th new node of a chain is its k-th step
+    position = np.zeros(new_parent.shape[0], dtype=np.int64)
+    for node in range(1, new_parent.shape[0]):
+        p = new_parent[node]
+        position[node] = 0 if p in node_map or p == 0 else position[p] + 1
+    in_chain = np.arange(new_parent.shape[0]) != 0
+    dt[in_chain] = steps[position[in_chain]]
+    return new_parent, node_map, dt
