@@ -205,3 +205,13 @@ def test_unknown_slug_unbuilt_paper_and_missing_dependency(tmp_path, make_experi
     result = run_experiment("demo", out_dir=tmp_path, experiment=exp)
     assert result["status"] == "error" and "pip install 'neurips26[representation]'" in result["error"]
     assert "not installed" in hint("surely_not_a_module")
+
+
+def test_ctrl_c_in_process_leaves_the_previous_record_in_place(tmp_path, make_experiment):
+    good = make_experiment(GOOD)
+    first = run_experiment("demo", out_dir=tmp_path, experiment=good)
+    interrupted = make_experiment("def run(run):\n    run.check('score', 1.0)\n    raise KeyboardInterrupt\n")
+    with pytest.raises(KeyboardInterrupt):
+        run_experiment("demo", out_dir=tmp_path, experiment=interrupted)
+    assert load_result("demo", tmp_path, "quick")["run_id"] == first["run_id"]
+    assert [p.name for p in (tmp_path / "demo" / "quick").iterdir() if p.is_dir()] == [first["run_id"]]
