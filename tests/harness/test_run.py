@@ -129,3 +129,16 @@ def test_figure_names_are_checked(tmp_path):
     assert path.parent == tmp_path and path.stat().st_size > 0
     with pytest.raises(ValueError, match="twice"):
         run.figure(plt.subplots()[0], "ok")
+
+
+def test_cpu_clock_ignores_sleep():
+    import time
+
+    from neurips26.harness import Timer, time_repeats
+
+    with Timer("cpu") as cpu, Timer() as wall:
+        time.sleep(0.05)
+    assert wall.seconds >= 0.05 and cpu.seconds < 0.04
+    assert time_repeats(lambda: time.sleep(0.01), repeat=2, clock="cpu")["max"] < 0.01
+    with pytest.raises(ValueError, match="clock"):
+        Timer("gpu")
