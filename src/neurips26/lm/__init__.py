@@ -63,5 +63,8 @@ _EXPORTS = {
     "linear_probe_accuracy": ".nextlat",
     # nexus: the Nexus optimizer
     "Nexus": ".nexus",
+    # post-training (h-post1): GRPO / Dr. GRPO / DAPO trainer
+    "GRPOConfig": ".grpo",
+    "GRPOTrainer": ".grpo",
 }
 __getattr__, __dir__, __all__ = attach(__name__, _EXPORTS)
