@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import pkgutil
+import warnings
 from functools import lru_cache
 
 __all__ = ["STDLIB_MODULES", "stdlib_docstrings"]
@@ -73,7 +74,7 @@ def stdlib_docstrings(max_chars: int | None = None) -> tuple[str, ...]:
 
     Parameters
     ----------
-    max_chars : stop once this many characters are collected (None: everything, about 2 MB).
+    max_chars : stop once this many characters are collected (None: everything, about 1.2 MB on Python 3.11).
     """
     if max_chars is not None and max_chars < 1:
         raise ValueError(f"max_chars must be a positive integer or None, got {max_chars}")
@@ -96,7 +97,10 @@ def stdlib_docstrings(max_chars: int | None = None) -> tuple[str, ...]:
             mod = importlib.import_module(name)
         except Exception:  # noqa: BLE001 - optional platform modules (e.g. msvcrt helpers) may fail
             continue
-        for doc in _docs_of(mod):
+        with warnings.catch_warnings():  # reading deprecated aliases (typing.io, typing.re) is harmless
+            warnings.simplefilter("ignore", DeprecationWarning)
+            docs = _docs_of(mod)
+        for doc in docs:
             if add(doc):
                 return tuple(out)
     try:
