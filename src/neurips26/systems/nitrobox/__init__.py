@@ -1,0 +1,16 @@
+"""NitroBox: lightweight sandboxes for RL rollouts (OpenReview Fg7IC3UM4g; see sandbox.py for the design)."""
+
+from .pool import SandboxPool
+from .rootfs import build_rootfs, python_binds
+from .sandbox import ExecResult, Sandbox, SandboxError, Snapshot, sandbox_support
+
+__all__ = [
+    "ExecResult",
+    "Sandbox",
+    "SandboxError",
+    "SandboxPool",
+    "Snapshot",
+    "build_rootfs",
+    "python_binds",
+    "sandbox_support",
+]

@@ -1,0 +1,984 @@
+"""A sandbox: private namespaces, an overlayfs copy-on-write root and a persistent shell.
+
+Life of one sandbox (all of it in processes the kernel tears down together)::
+
+    spawner (one small privileged helper per owning process, see _zygote.py), on request:
+      fork, unshare(mount, UTS, IPC, PID[, net]) through libc, fork again -> the sandbox's PID 1, which
+        mounts the overlay   lowerdir=<snapshots...>:<image>, upperdir=<private>, workdir=<private>
+        mounts proc; /proc/sys read-only; read-only binds; sets the hostname; brings lo up
+        pivot_roots into the merged tree and detaches the old root
+        drops every capability (bounding set, inheritable, ambient) and sets no_new_privs
+        execs busybox sh as init: it waits on the command shell and kills everything when the owner goes away
+          /bin/sh -s                                   # the persistent command shell, no capabilities
+
+Every mount is made inside the sandbox's private mount namespace (propagation private), so no mount ever
+appears in the host's mount table: when the namespace's last process exits the kernel unmounts the tree. A
+``kill -KILL`` of the sandbox's PID 1 therefore removes processes, namespaces and mounts at once; ``close()``
+then removes the directories. The command shell runs as uid 0 with no capabilities at all (an empty bounding
+set, so exec of a set-user-ID binary grants none; no_new_privs is set), so it cannot mount, pivot, chroot,
+load modules or write the read-only parts of /proc.
+
+Commands go to the shell's stdin, each followed by a unique end marker that carries its exit status on stdout
+(and a second marker on stderr); no process is spawned per command. ``reset()`` renames the private upper layer
+away (O(1)) and starts a new shell on an empty one; the old layer is deleted by a background thread.
+``snapshot()`` freezes the current upper layer as a read-only lower layer (O(1) rename) and ``restore(snap)``
+mounts a fresh empty upper over the snapshot's layer stack (O(1)), so a GRPO group of rollouts can branch from
+one snapshot without copying anything.
+"""
+
+from __future__ import annotations
+
+import atexit
+import itertools
+import json
+import os
+import queue
+import secrets
+import select
+import shlex
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import tempfile
+import threading
+import time
+import weakref
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .rootfs import IMAGE_META, find_busybox
+
+_SANDBOX_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+_HOST_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+_MAX_OUTPUT = 64 * 1024 * 1024
+_ZYGOTE_PATH = Path(__file__).with_name("_zygote.py")
+_EXIT_MARK = b"\n__nbx_exit__ "
+# PID 1 of the sandbox. fd 3 = the protocol (stdin); fd 8 = the lifeline from the owner: when it reads EOF (the
+# owner is gone, even by SIGKILL) it kills every process, so the namespaces die. It reports the shell's exit.
+_INIT = (
+    "exec 3<&0; "
+    "{ read -r _ <&8; kill -KILL -1; } </dev/null >/dev/null 2>&1 & "
+    "/bin/sh -s 0<&3 3<&- 8<&- & "
+    'wait $!; rc=$?; printf \'\\n__nbx_exit__ %d\\n\' "$rc"; exit "$rc"'
+)
+
+
+class SandboxError(RuntimeError):
+    """A sandbox could not be started, or was used after it was closed or broken."""
+
+
+@dataclass
+class ExecResult:
+    """What one command returned.
+
+    ``exit_code`` is the shell's ``$?`` after the command (124 after a timeout, like coreutils ``timeout``).
+    ``stdout`` / ``stderr`` are decoded as UTF-8 with replacement characters; the raw bytes are in
+    ``stdout_bytes`` / ``stderr_bytes``. ``timed_out`` says the command hit its timeout (the sandbox's processes
+    were killed and a new shell started on the same files); ``shell_restarted`` says the shell had to be
+    restarted (after a timeout, or a command that made the shell exit).
+    """
+
+    exit_code: int
+    stdout_bytes: bytes
+    stderr_bytes: bytes
+    seconds: float
+    timed_out: bool = False
+    shell_restarted: bool = False
+    truncated: bool = False
+
+    @property
+    def stdout(self) -> str:
+        return self.stdout_bytes.decode("utf-8", errors="replace")
+
+    @property
+    def stderr(self) -> str:
+        return self.stderr_bytes.decode("utf-8", errors="replace")
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0 and not self.timed_out
+
+
+# ---------------------------------------------------------------------------------------------------------
+# host support and housekeeping
+
+
+def sandbox_support() -> tuple[bool, str]:
+    """Whether sandboxes can run here, and why not: root, busybox-static, overlayfs, pidfds, namespaces."""
+    if os.name != "posix" or not Path("/proc/self/ns").is_dir():
+        return False, "not Linux"
+    if os.geteuid() != 0:
+        return False, "needs root (mount namespaces and overlayfs are set up as root)"
+    if find_busybox() is None:
+        return False, "no static busybox (install the Debian package busybox-static)"
+    try:
+        filesystems = Path("/proc/filesystems").read_text()
+    except OSError:
+        return False, "cannot read /proc/filesystems"
+    if "overlay" not in filesystems.split():
+        return False, "the kernel has no overlayfs"
+    if not hasattr(os, "pidfd_open") or not hasattr(signal, "pidfd_send_signal"):
+        return False, "needs pidfds (Linux >= 5.3, Python >= 3.9)"
+    global _PROBE
+    if _PROBE is None:
+        try:
+            _PROBE = _zygote().probe()
+        except (OSError, SandboxError) as err:
+            _PROBE = f"the sandbox spawner failed: {err}"
+    return (not _PROBE), _PROBE
+
+
+_PROBE: str | None = None
+
+
+class _Zygote:
+    """The owner's handle on its spawner process (see _zygote.py); requests are serialized by a lock."""
+
+    def __init__(self) -> None:
+        import sys
+
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.owner = os.getpid()
+        self.sock = ours
+        self.lock = threading.Lock()
+        t0 = time.perf_counter()
+        try:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-I", "-S", str(_ZYGOTE_PATH), str(theirs.fileno())],
+                pass_fds=(theirs.fileno(),),
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+                env={"PATH": _HOST_PATH},
+                cwd="/",
+            )
+        finally:
+            theirs.close()
+        self.startup_seconds = time.perf_counter() - t0
+
+    def alive(self) -> bool:
+        return self.owner == os.getpid() and self.proc.poll() is None
+
+    def _call(self, cfg: dict, fds: list[int]) -> tuple[dict, int | None]:
+        anc = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, struct.pack(f"{len(fds)}i", *fds))] if fds else []
+        with self.lock:
+            self.sock.sendmsg([json.dumps(cfg).encode()], anc)
+            msg, anc_in, _, _ = self.sock.recvmsg(1 << 16, socket.CMSG_SPACE(struct.calcsize("i")))
+        if not msg:
+            raise SandboxError("the sandbox spawner exited")
+        pidfd = None
+        for level, kind, data in anc_in:
+            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                pidfd = struct.unpack("i", data[:4])[0]
+        return json.loads(msg), pidfd
+
+    def probe(self) -> str:
+        return self._call({"probe": True}, [])[0].get("probe", "no answer")
+
+    def spawn(self, cfg: dict, fds: list[int]) -> tuple[int, int]:
+        reply, pidfd = self._call(cfg, fds)
+        if "error" in reply or pidfd is None:
+            raise SandboxError(f"the sandbox could not be started: {reply.get('error', 'no pidfd')}")
+        return int(reply["pid"]), pidfd
+
+    def close(self) -> None:
+        self.sock.close()  # the spawner reads EOF and exits
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+_ZYGOTE: _Zygote | None = None
+_ZYGOTE_LOCK = threading.Lock()
+
+
+def _zygote() -> _Zygote:
+    global _ZYGOTE
+    with _ZYGOTE_LOCK:
+        if _ZYGOTE is None or not _ZYGOTE.alive():
+            _ZYGOTE = _Zygote()
+        return _ZYGOTE
+
+
+def spawner_startup_seconds() -> float:
+    """Seconds the (one-off, per owning process) sandbox spawner took to start."""
+    return _zygote().startup_seconds
+
+
+def default_base_dir() -> Path:
+    """Where sandboxes keep their layers: ``$NITROBOX_DIR``, else ``<tmp>/nitrobox``."""
+    return Path(os.environ.get("NITROBOX_DIR") or Path(tempfile.gettempdir()) / "nitrobox")
+
+
+def _proc_start_time(pid: int) -> str | None:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat.rsplit(")", 1)[1].split()[19]  # field 22: start time in clock ticks since boot
+
+
+def _owner_tag() -> str:
+    return f"{os.getpid()} {_proc_start_time(os.getpid())}"
+
+
+def _owner_alive(tag_file: Path) -> bool:
+    try:
+        pid_s, start = tag_file.read_text().split()
+    except (OSError, ValueError):
+        return False  # half-made directory: its creator died before writing the tag, or it is garbage
+    return _proc_start_time(int(pid_s)) == start
+
+
+_SWEPT: set[str] = set()
+_SWEEP_LOCK = threading.Lock()
+
+
+def cleanup_stale(base_dir: str | os.PathLike[str] | None = None) -> list[str]:
+    """Remove the directories of sandboxes and snapshots whose owning process is gone; return their names.
+
+    A killed owner leaves no mounts or processes behind (they lived in the sandbox's namespaces), only its
+    layer directories; this sweeps those. It runs once per process and base directory on first use.
+    """
+    base = Path(base_dir) if base_dir is not None else default_base_dir()
+    removed = []
+    if not base.is_dir():
+        return removed
+    for entry in base.iterdir():
+        if not entry.name.startswith(("sbx-", "snap-")) or not entry.is_dir():
+            continue
+        if _owner_alive(entry / "owner"):
+            continue
+        try:  # a directory made a moment ago by a live process has its owner tag within microseconds
+            if time.time() - entry.stat().st_mtime < 5 and not (entry / "owner").exists():
+                continue
+        except FileNotFoundError:
+            continue
+        shutil.rmtree(entry, ignore_errors=True)
+        removed.append(entry.name)
+    return removed
+
+
+def _sweep_once(base: Path) -> None:
+    key = str(base)
+    with _SWEEP_LOCK:
+        if key in _SWEPT:
+            return
+        _SWEPT.add(key)
+    cleanup_stale(base)
+
+
+class _Reaper:
+    """One daemon thread that waits for old sandbox processes to exit and deletes old layers (reset's
+    background half). ``flush()`` waits until everything queued so far is done."""
+
+    def __init__(self) -> None:
+        self._q: queue.Queue = queue.Queue()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    def put(self, shell: _Shell | None, path: Path | None) -> None:
+        with self._lock:
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._loop, name="nitrobox-reaper", daemon=True)
+                self._thread.start()
+        self._q.put((shell, path))
+
+    def _loop(self) -> None:
+        while True:
+            shell, path = self._q.get()
+            try:
+                if shell is not None:
+                    shell.wait_gone()
+                if path is not None:
+                    shutil.rmtree(path, ignore_errors=True)
+            finally:
+                self._q.task_done()
+
+    def flush(self) -> None:
+        self._q.join()
+
+
+_REAPER = _Reaper()
+
+
+def _wait_proc(proc: subprocess.Popen, timeout: float = 10.0) -> None:
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+# every open sandbox, so that a normal interpreter exit closes them (a SIGKILLed owner is handled by the
+# init's lifeline and by cleanup_stale)
+_OPEN: weakref.WeakSet = weakref.WeakSet()
+
+
+@atexit.register
+def _close_all() -> None:
+    for sbx in list(_OPEN):
+        try:
+            sbx.close()
+        except Exception:  # noqa: BLE001 - best effort at interpreter exit
+            pass
+    for snap in list(_SNAPSHOTS):
+        snap._remove_now()
+    _REAPER.flush()
+    if _ZYGOTE is not None and _ZYGOTE.owner == os.getpid():
+        _ZYGOTE.close()
+
+
+# ---------------------------------------------------------------------------------------------------------
+# snapshots
+
+
+_SNAPSHOTS: weakref.WeakSet = weakref.WeakSet()
+
+
+class Snapshot:
+    """A frozen file-system state of a sandbox: a stack of read-only layers over the image.
+
+    Any sandbox on the same image can ``restore`` it, any number of times and concurrently (each gets its own
+    empty upper layer). ``close()`` deletes the snapshot's own layer once no sandbox mounts it and no later
+    snapshot stacks on it; until then deletion waits.
+    """
+
+    def __init__(self, path: Path, layer: Path, parent: Snapshot | None, image: Path) -> None:
+        self.path = path
+        self.layer = layer
+        self.parent = parent
+        self.image = image
+        self.created = time.time()
+        self._users = 0
+        self._children = 0
+        self._closed = False
+        self._lock = threading.Lock()
+        if parent is not None:
+            parent._acquire_child()
+        _SNAPSHOTS.add(self)
+
+    @property
+    def layers(self) -> tuple[Path, ...]:
+        """The overlay lower layers, top first, without the image."""
+        out, s = [], self
+        while s is not None:
+            out.append(s.layer)
+            s = s.parent
+        return tuple(out)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def _acquire(self) -> None:
+        with self._lock:
+            if self._closed:
+                raise SandboxError("snapshot is closed")
+            self._users += 1
+
+    def _release(self) -> None:
+        with self._lock:
+            self._users -= 1
+        self._maybe_remove()
+
+    def _acquire_child(self) -> None:
+        with self._lock:
+            self._children += 1
+
+    def _release_child(self) -> None:
+        with self._lock:
+            self._children -= 1
+        self._maybe_remove()
+
+    def _maybe_remove(self) -> None:
+        with self._lock:
+            if not (self._closed and self._users == 0 and self._children == 0) or not self.path.exists():
+                return
+        self._remove_now()
+
+    def _remove_now(self) -> None:
+        if self.path.exists():
+            shutil.rmtree(self.path, ignore_errors=True)
+            if self.parent is not None:
+                self.parent._release_child()
+
+    def close(self) -> None:
+        """Delete the snapshot (deferred while a sandbox or a later snapshot still uses its layer)."""
+        with self._lock:
+            self._closed = True
+        self._maybe_remove()
+
+    def __enter__(self) -> Snapshot:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"Snapshot({str(self.path)!r}, depth={len(self.layers)}, closed={self._closed})"
+
+
+# ---------------------------------------------------------------------------------------------------------
+# the sandbox
+
+
+@dataclass
+class _Shell:
+    """One running sandbox process tree: its PID 1 (pidfd and host pid) and the shell's pipes."""
+
+    pidfd: int
+    init_pid: int
+    stdin: int
+    stdout: int
+    stderr: int
+    lifeline: int  # write end; closing it makes the sandbox's init kill everything
+    pid_ns: str | None = None
+    mnt_ns: str | None = None
+    buffers: dict = field(default_factory=dict)
+
+    def alive(self) -> bool:
+        return self.pidfd >= 0 and not select.select([self.pidfd], [], [], 0)[0]
+
+    def kill(self) -> None:
+        """SIGKILL the sandbox's PID 1: the kernel kills the rest of its PID namespace."""
+        try:
+            signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
+        except (ProcessLookupError, OSError):
+            pass
+
+    def close_pipes(self) -> None:
+        for fd in (self.lifeline, self.stdin, self.stdout, self.stderr):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self.lifeline = self.stdin = self.stdout = self.stderr = -1
+
+    def wait_gone(self, timeout: float = 30.0) -> bool:
+        """Wait until PID 1 has exited: by then every process of the namespace is gone and its mounts are
+        released. Closes the pidfd."""
+        if self.pidfd < 0:
+            return True
+        deadline = time.monotonic() + timeout
+        gone = bool(select.select([self.pidfd], [], [], timeout)[0])
+        while gone and time.monotonic() < deadline:  # exited; now wait for the spawner to reap the zombie
+            try:
+                signal.pidfd_send_signal(self.pidfd, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.0002)
+        os.close(self.pidfd)
+        self.pidfd = -1
+        return gone
+
+
+class Sandbox:
+    """An isolated environment with a persistent shell, on a shared read-only image.
+
+    Parameters
+    ----------
+    image_dir : the root file system (the overlay's shared lower layer), e.g. from :func:`build_rootfs`.
+    network : share the host's network (True) or get a private network namespace with only loopback (False).
+    hostname : the sandbox's hostname (default ``"sandbox"``).
+    binds : host paths bind-mounted read-only at the same path (mount points must exist in the image;
+        :func:`python_binds` gives those for running the host's Python).
+    env : extra environment variables for the shell (the host environment is never passed through).
+    base_dir : where the private layers live (default :func:`default_base_dir`).
+    start_timeout : seconds allowed for the shell to come up.
+    volatile : mount the overlay with ``volatile`` (Linux >= 5.10): no sync of the upper layer, so neither an
+        ``fsync`` inside nor the unmount at delete/reset writes back to disk. Right for throw-away rollouts
+        (a sandbox's files do not survive a host crash anyway); pass False to keep fsync semantics.
+
+    Use it as a context manager; ``close()`` kills every process in the sandbox and removes its directories,
+    whatever state the shell is in. Not thread-safe: use one sandbox per thread (see :class:`SandboxPool`).
+    """
+
+    def __init__(
+        self,
+        image_dir: str | os.PathLike[str],
+        *,
+        network: bool = False,
+        hostname: str | None = None,
+        binds: list[str] | tuple[str, ...] = (),
+        env: dict[str, str] | None = None,
+        base_dir: str | os.PathLike[str] | None = None,
+        start_timeout: float = 30.0,
+        volatile: bool = True,
+    ) -> None:
+        if not isinstance(image_dir, (str, os.PathLike)):
+            raise TypeError(f"image_dir must be a path, got {type(image_dir).__name__}")
+        image = Path(image_dir).resolve()
+        if not (image / "bin" / "sh").exists() and not (image / "bin" / "sh").is_symlink():
+            raise ValueError(f"image_dir {str(image)!r} is not a root file system (no /bin/sh)")
+        if not isinstance(network, bool):
+            raise TypeError(f"network must be a bool, got {type(network).__name__}")
+        hostname = "sandbox" if hostname is None else hostname
+        if (
+            not isinstance(hostname, str)
+            or not 1 <= len(hostname) <= 64
+            or not all(c.isalnum() or c in "-." for c in hostname)
+        ):
+            raise ValueError(
+                f"hostname must be 1-64 characters of letters, digits, '-' and '.', got {hostname!r}"
+            )
+        if isinstance(binds, (str, bytes)):
+            raise TypeError("binds must be a sequence of absolute host paths, not one string")
+        binds = tuple(binds)
+        for b in binds:
+            if not isinstance(b, str) or not os.path.isabs(b) or not os.path.exists(b):
+                raise ValueError(f"binds must hold existing absolute host paths, got {b!r}")
+            if not os.path.lexists(image / b.lstrip("/")):
+                raise ValueError(
+                    f"binds: the image has no mount point for {b!r}; build it with "
+                    "build_rootfs(..., python=True) or extra_binds"
+                )
+        env = dict(env or {})
+        for k, v in env.items():
+            if not isinstance(k, str) or not k.isidentifier() or not isinstance(v, str) or "\0" in v:
+                raise ValueError(f"env must map identifier names to strings, got {k!r}: {v!r}")
+        if (
+            isinstance(start_timeout, bool)
+            or not isinstance(start_timeout, (int, float))
+            or start_timeout <= 0
+        ):
+            raise ValueError(f"start_timeout must be a positive number of seconds, got {start_timeout!r}")
+        ok, why = sandbox_support()
+        if not ok:
+            raise SandboxError(f"sandboxes cannot run here: {why}")
+        self.image = image
+        self.network = network
+        self.hostname = hostname
+        self.binds = binds
+        self.env = env
+        if not isinstance(volatile, bool):
+            raise TypeError(f"volatile must be a bool, got {type(volatile).__name__}")
+        self.start_timeout = float(start_timeout)
+        self.volatile = volatile
+        base = Path(base_dir) if base_dir is not None else default_base_dir()
+        base.mkdir(parents=True, exist_ok=True)
+        _sweep_once(base)
+        self.base_dir = base
+        self.dir = Path(tempfile.mkdtemp(prefix="sbx-", dir=base))
+        (self.dir / "owner").write_text(_owner_tag())
+        self._merged = self.dir / "merged"
+        self._merged.mkdir()
+        self._layer = self.dir / "layer"
+        self._trash_n = itertools.count()
+        self._snap_n = itertools.count()
+        self._lowers: Snapshot | None = None  # the restored snapshot under the upper layer, if any
+        self._owned_snapshots: list[Snapshot] = []
+        self._shell: _Shell | None = None
+        self._owner_pid = os.getpid()
+        self._closed = False
+        self._broken: str | None = None
+        try:
+            self._new_layer()
+            self._start_shell()
+        except BaseException:
+            self.close()
+            raise
+        _OPEN.add(self)
+
+    # --- public API -----------------------------------------------------------------------------------
+    def exec(self, cmd: str, timeout: float | None = 60.0) -> ExecResult:
+        """Run ``cmd`` (a shell command line) in the persistent shell; return its status and output.
+
+        The shell keeps its state between commands (working directory, variables, background jobs). The
+        command reads /dev/null as stdin. After ``timeout`` seconds every process in the sandbox is killed and a
+        new shell starts on the same files (``timed_out=True``, exit code 124).
+        """
+        if not isinstance(cmd, str):
+            raise TypeError(f"cmd must be a str, got {type(cmd).__name__}")
+        if "\0" in cmd:
+            raise ValueError("cmd must not contain NUL bytes")
+        if timeout is not None and (
+            isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0
+        ):
+            raise ValueError(f"timeout must be a positive number of seconds or None, got {timeout!r}")
+        self._check_usable()
+        restarted = False
+        if self._shell is None or not self._shell.alive():
+            self._restart_shell()
+            restarted = True
+        t0 = time.perf_counter()
+        marker = f"__nbx_{secrets.token_hex(8)}__"
+        script = (
+            f"command eval {shlex.quote(cmd)} </dev/null\n"
+            f"__nbx_rc=$?\n"
+            f"printf '\\n%s %d\\n' {marker} \"$__nbx_rc\"\n"
+            f"printf '\\n%s\\n' {marker} >&2\n"
+        ).encode()
+        out = self._converse(script, marker, timeout)
+        seconds = time.perf_counter() - t0
+        if out is None:  # timeout: kill everything, new shell on the same files
+            partial = self._shell.buffers if self._shell else {}
+            self._restart_shell()
+            return ExecResult(
+                124,
+                bytes(partial.get("out", b""))[:_MAX_OUTPUT],
+                bytes(partial.get("err", b""))[:_MAX_OUTPUT],
+                seconds,
+                timed_out=True,
+                shell_restarted=True,
+            )
+        rc, stdout, stderr, died, truncated = out
+        if died:
+            self._restart_shell()
+            restarted = True
+        return ExecResult(rc, stdout, stderr, seconds, shell_restarted=restarted, truncated=truncated)
+
+    def reset(self) -> None:
+        """Back to the pristine image: the upper layer is renamed away (deleted in the background), a new
+        empty one is made and a new shell started. Nothing written since creation (or restore) survives."""
+        self._check_open()
+        old = self._stop_shell(wait=False)
+        self._trash_layer(old)
+        self._set_lowers(None)
+        self._new_layer()
+        self._broken = None
+        self._start_shell()
+
+    def snapshot(self) -> Snapshot:
+        """Freeze the current file-system state (O(1): the upper layer becomes a read-only layer).
+
+        The shell is restarted on a new empty upper layer over the frozen one: files are kept, processes and
+        shell variables are not. The snapshot is deleted with this sandbox's ``close()`` unless another
+        sandbox still uses it (then when that one lets go), or earlier by ``Snapshot.close()``.
+        """
+        self._check_usable()
+        self._stop_shell(wait=True)  # the layer must be unmounted before it can serve as a lower
+        snap_dir = Path(tempfile.mkdtemp(prefix="snap-", dir=self.base_dir))
+        (snap_dir / "owner").write_text(_owner_tag())
+        os.rename(self._layer / "upper", snap_dir / "layer")
+        shutil.rmtree(self._layer, ignore_errors=True)
+        snap = Snapshot(snap_dir, snap_dir / "layer", self._lowers, self.image)
+        self._owned_snapshots.append(snap)
+        self._set_lowers(snap)
+        self._new_layer()
+        self._start_shell()
+        return snap
+
+    def restore(self, snap: Snapshot) -> None:
+        """Replace the file-system state with ``snap`` (O(1): a new empty upper layer over its layers).
+
+        Works for a snapshot taken by any sandbox on the same image; the shell is restarted."""
+        if not isinstance(snap, Snapshot):
+            raise TypeError(f"snap must be a Snapshot, got {type(snap).__name__}")
+        if snap.image != self.image:
+            raise ValueError(
+                f"snap was taken on image {str(snap.image)!r}, this sandbox runs {str(self.image)!r}"
+            )
+        if snap.closed:
+            raise ValueError("snap is closed")
+        self._check_open()
+        old = self._stop_shell(wait=False)
+        self._trash_layer(old)
+        self._set_lowers(snap)
+        self._new_layer()
+        self._broken = None
+        self._start_shell()
+
+    def close(self) -> None:
+        """Kill every process in the sandbox, then remove its directories. Idempotent; works whatever the
+        shell's state (dead, hung in a command, never started)."""
+        if getattr(self, "_closed", True) or self._owner_pid != os.getpid():
+            return  # a forked child never tears down its parent's sandboxes
+        self._closed = True
+        self._stop_shell(wait=True)
+        self._set_lowers(None)
+        for snap in self._owned_snapshots:
+            snap.close()
+        self._owned_snapshots.clear()
+        shutil.rmtree(self.dir, ignore_errors=True)
+        _OPEN.discard(self)
+
+    def __enter__(self) -> Sandbox:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:  # a forgotten sandbox still goes away with its object
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001
+            pass
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def broken(self) -> str | None:
+        """Why the sandbox cannot run commands (its shell could not be restarted), or None."""
+        return self._broken
+
+    @property
+    def init_pid(self) -> int | None:
+        """Host PID of the sandbox's PID 1 (None while no shell runs)."""
+        return self._shell.init_pid if self._shell else None
+
+    @property
+    def namespaces(self) -> dict[str, str]:
+        """``{"pid": "pid:[...]", "mnt": "mnt:[...]"}`` of the running sandbox (for audits and tests)."""
+        if self._shell is None:
+            return {}
+        return {"pid": self._shell.pid_ns or "", "mnt": self._shell.mnt_ns or ""}
+
+    @property
+    def upper_dir(self) -> Path:
+        """The private upper layer (what this sandbox has written since its last reset/restore/snapshot)."""
+        return self._layer / "upper"
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else ("broken" if self._broken else "open")
+        return f"Sandbox({str(self.image)!r}, hostname={self.hostname!r}, network={self.network}, {state})"
+
+    # --- internals ------------------------------------------------------------------------------------
+    def _check_open(self) -> None:
+        if self._closed:
+            raise SandboxError("sandbox is closed")
+
+    def _check_usable(self) -> None:
+        self._check_open()
+        if self._broken:
+            raise SandboxError(f"sandbox is broken: {self._broken} (reset() or close() it)")
+
+    def _new_layer(self) -> None:
+        self._layer.mkdir()
+        (self._layer / "upper").mkdir()
+        (self._layer / "work").mkdir()
+
+    def _trash_layer(self, shell: _Shell | None) -> None:
+        if self._layer.exists():
+            dest = self.dir / f"trash-{next(self._trash_n)}"
+            os.rename(
+                self._layer, dest
+            )  # O(1); the old overlay may still be tearing down: it keeps its dentries
+            _REAPER.put(shell, dest)
+        elif shell is not None:
+            _REAPER.put(shell, None)
+
+    def _set_lowers(self, snap: Snapshot | None) -> None:
+        if snap is not None:
+            snap._acquire()
+        if self._lowers is not None:
+            self._lowers._release()
+        self._lowers = snap
+
+    def _root_spec(self) -> dict:
+        """How the spawner mounts the root at ``merged``: an overlay of image + snapshots + private upper."""
+        lowers = [str(p) for p in (self._lowers.layers if self._lowers else ())] + [str(self.image)]
+        opts = f"lowerdir={':'.join(lowers)},upperdir={self._layer / 'upper'},workdir={self._layer / 'work'}"
+        if len(opts) > 3800:  # one page of mount options
+            raise SandboxError(f"snapshot stack too deep for one mount ({len(lowers)} layers)")
+        return {
+            "type": "overlay",
+            "lower": lowers,
+            "upper": str(self._layer / "upper"),
+            "work": str(self._layer / "work"),
+            "volatile": self.volatile,
+        }
+
+    def _start_shell(self) -> None:
+        env = {
+            "PATH": _SANDBOX_PATH,
+            "HOME": "/root",
+            "USER": "root",
+            "HOSTNAME": self.hostname,
+            "TERM": "dumb",
+            "LANG": "C.UTF-8",
+            **self.env,
+        }
+        cfg = {
+            "merged": str(self._merged),
+            "root": self._root_spec(),
+            "binds": list(self.binds),
+            "hostname": self.hostname,
+            "new_net": not self.network,
+            "init": _INIT,
+            "env": env,
+        }
+        in_r, in_w = os.pipe()
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        life_r, life_w = os.pipe()
+        try:
+            pid, pidfd = _zygote().spawn(cfg, [in_r, out_w, err_w, life_r])
+        except BaseException:
+            for fd in (in_w, out_r, err_r, life_w):
+                os.close(fd)
+            raise
+        finally:
+            for fd in (in_r, out_w, err_w, life_r):
+                os.close(fd)
+        for fd in (in_w, out_r, err_r):
+            os.set_blocking(fd, False)
+        self._shell = _Shell(pidfd, pid, in_w, out_r, err_r, life_w)
+        marker = f"__nbx_ready_{secrets.token_hex(6)}__"
+        probe = f"printf '\\n%s %d\\n' {marker} 0\nprintf '\\n%s\\n' {marker} >&2\n".encode()
+        out = self._converse(probe, marker, self.start_timeout)
+        if out is None or out[3]:
+            err = b"" if out is None else out[2]
+            err = err or bytes(self._shell.buffers.get("err", b""))
+            self._stop_shell(wait=True)
+            why = "timed out" if out is None else "exited"
+            raise SandboxError(f"sandbox shell {why} during start: {err.decode(errors='replace').strip()}")
+        self._shell.pid_ns = _readlink(f"/proc/{pid}/ns/pid")
+        self._shell.mnt_ns = _readlink(f"/proc/{pid}/ns/mnt")
+
+    def _restart_shell(self) -> None:
+        try:
+            self._stop_shell(wait=True)  # the same upper layer is remounted: the old mount must be gone first
+            work = (
+                self._layer / "work"
+            )  # a fresh workdir: a volatile mount leaves a marker that refuses reuse
+            shutil.rmtree(work, ignore_errors=True)
+            work.mkdir()
+            self._start_shell()
+        except SandboxError as err:
+            self._broken = str(err)
+            raise
+
+    def _stop_shell(self, wait: bool) -> _Shell | None:
+        """Kill the sandbox's process tree; with ``wait``, until its mounts are gone (else return the shell for
+        the reaper to wait on)."""
+        shell, self._shell = self._shell, None
+        if shell is None:
+            return None
+        shell.kill()
+        shell.close_pipes()
+        if wait:
+            shell.wait_gone()
+            return None
+        return shell
+
+    def _converse(self, script: bytes, marker: str, timeout: float | None):
+        """Write ``script``, read stdout/stderr until both end markers; None on timeout.
+
+        Returns (exit code, stdout, stderr, shell died, truncated)."""
+        shell = self._shell
+        out_fd, err_fd, in_fd = shell.stdout, shell.stderr, shell.stdin
+        out = _Stream(b"\n" + marker.encode() + b" ", want_status=True)
+        err = _Stream(b"\n" + marker.encode() + b"\n", want_status=False)
+        shell.buffers = {"out": out.buf, "err": err.buf}
+        streams = {out_fd: out, err_fd: err}
+        pending = memoryview(script)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        open_fds = {out_fd, err_fd}
+        while not (out.done and err.done):
+            if not open_fds:
+                break  # EOF on both pipes: the shell died
+            wait = None if deadline is None else deadline - time.monotonic()
+            if wait is not None and wait <= 0:
+                return None
+            try:
+                r, w, _ = select.select(list(open_fds), [in_fd] if pending else [], [], wait)
+            except InterruptedError:
+                continue
+            if w:
+                try:
+                    pending = pending[os.write(in_fd, pending[: 1 << 16]) :]
+                except BlockingIOError:
+                    pass
+                except BrokenPipeError:
+                    pending = memoryview(b"")
+            for fd in r:
+                try:
+                    chunk = os.read(fd, 1 << 16)
+                except BlockingIOError:
+                    continue
+                if chunk:
+                    streams[fd].feed(chunk)
+                else:
+                    open_fds.discard(fd)
+        truncated = out.truncated or err.truncated
+        if out.done and err.done:
+            return out.status, out.output(), err.output(), False, truncated
+        # the shell died mid-command: init reported its exit status (or init itself was killed: 137)
+        status, stdout = 128 + signal.SIGKILL, out.output()
+        i = stdout.rfind(_EXIT_MARK)
+        if i >= 0:
+            try:
+                status = int(stdout[i + len(_EXIT_MARK) :].split(b"\n", 1)[0])
+                stdout = stdout[:i]
+            except ValueError:
+                pass
+        return status, stdout, err.output(), True, truncated
+
+
+class _Stream:
+    """One output pipe of the shell: bytes up to the end marker (capped at _MAX_OUTPUT)."""
+
+    def __init__(self, mark: bytes, want_status: bool) -> None:
+        self.mark = mark
+        self.want_status = want_status
+        self.buf = bytearray()
+        self.cut: int | None = None  # where the kept output stops when it was truncated
+        self.at: int | None = None  # index of the marker
+        self.status: int | None = None
+        self.done = False
+
+    @property
+    def truncated(self) -> bool:
+        return self.cut is not None
+
+    def feed(self, chunk: bytes) -> None:
+        if self.done:
+            return
+        start = max(0, len(self.buf) - len(self.mark))
+        self.buf += chunk
+        if self.at is None:
+            i = self.buf.find(self.mark, start)
+            if i >= 0:
+                self.at = i
+            elif len(self.buf) > _MAX_OUTPUT + (1 << 20):  # keep the head and a tail to find the marker in
+                if self.cut is None:
+                    self.cut = _MAX_OUTPUT
+                tail = self.buf[-len(self.mark) :]
+                del self.buf[self.cut :]
+                self.buf += tail
+                return
+        if self.at is not None:
+            if not self.want_status:
+                self.done = True
+                return
+            j = self.buf.find(b"\n", self.at + len(self.mark))
+            if j >= 0:
+                self.status = int(self.buf[self.at + len(self.mark) : j])
+                self.done = True
+
+    def output(self) -> bytes:
+        end = len(self.buf) if self.at is None else self.at
+        if self.cut is not None:
+            end = min(end, self.cut)
+        return bytes(self.buf[:end])
+
+
+def _readlink(path: str) -> str | None:
+    try:
+        return os.readlink(path)
+    except OSError:
+        return None
+
+
+def host_pids_in_namespace(ns: str) -> list[int]:
+    """Host PIDs of every live process whose PID (or mount) namespace is ``ns`` (e.g. ``"pid:[4026532]"``)."""
+    kind = ns.split(":", 1)[0]
+    out = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and _readlink(f"/proc/{entry.name}/ns/{kind}") == ns:
+            out.append(int(entry.name))
+    return out
+
+
+def image_meta(image_dir: str | os.PathLike[str]) -> dict:
+    """The metadata :func:`build_rootfs` wrote into an image ({} for an image made otherwise)."""
+    try:
+        return json.loads((Path(image_dir) / IMAGE_META).read_text())
+    except (OSError, ValueError):
+        return {}
