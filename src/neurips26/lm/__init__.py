@@ -66,5 +66,8 @@ _EXPORTS = {
     # post-training (h-post1): GRPO / Dr. GRPO / DAPO trainer
     "GRPOConfig": ".grpo",
     "GRPOTrainer": ".grpo",
+    # residual-stream hooks (h-post1; SmolLM2 itself: neurips26.lm.smollm2.load())
+    "record_residual": ".residual",
+    "add_to_residual": ".residual",
 }
 __getattr__, __dir__, __all__ = attach(__name__, _EXPORTS)

@@ -64,6 +64,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ._hf import cache_kwargs, is_hf_causal_lm, new_cache
+
 __all__ = [
     "GRPOConfig",
     "GRPOTrainer",
@@ -255,10 +257,6 @@ def clipped_policy_loss(
     return (weights * per_token).sum(), stats
 
 
-def _is_hf(model: nn.Module) -> bool:
-    return hasattr(model, "prepare_inputs_for_generation")
-
-
 def model_logits(model: nn.Module, ids: torch.Tensor) -> torch.Tensor:
     """Next-token logits (B, T, V) of a tiny-stack GPT or a Hugging Face causal LM."""
     out = model(ids)
@@ -308,14 +306,14 @@ def sample_completions(
     B = context.shape[0]
     done = torch.zeros(B, dtype=torch.bool)
     out, mask = [], []
-    hf = _is_hf(model)
+    hf = is_hf_causal_lm(model)
     window = getattr(getattr(model, "config", None), "context", None)
-    past, seq = None, context
+    cache = new_cache(model) if hf else None
+    seq = context
     step_in = context
     for _ in range(max_new_tokens):
         if hf:
-            res = model(step_in, past_key_values=past, use_cache=True)
-            logits, past = res.logits[:, -1], res.past_key_values
+            logits = model(step_in, **cache_kwargs(model, cache)).logits[:, -1]  # the cache grows in place
         else:
             logits = model_logits(model, seq if window is None else seq[:, -window:])[:, -1]
         logits = logits.float() / temperature
