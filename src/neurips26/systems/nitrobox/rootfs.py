@@ -210,25 +210,21 @@ def _make_mount_point(root: Path, host_path: str) -> None:
 
 
 def _pad(folder: Path, total_bytes: int, n_files: int) -> int:
-    """Filler files of incompressible bytes (one random block reused; content does not matter)."""
+    """Exactly ``n_files`` filler files of incompressible bytes summing to ``total_bytes`` (content does not matter)."""
     folder.mkdir(parents=True)
-    per = max(1, total_bytes // n_files)
-    block = os.urandom(min(per, 1 << 20))
-    written = 0
-    i = 0
-    while written < total_bytes:
-        size = min(per, total_bytes - written)
+    n_files = max(1, min(n_files, total_bytes))
+    per, extra = divmod(total_bytes, n_files)
+    block = os.urandom(min(per + 1, 1 << 20))
+    for i in range(n_files):
         sub = folder / f"{i // 256:03d}"
         sub.mkdir(exist_ok=True)
+        left = per + (1 if i < extra else 0)
         with open(sub / f"f{i:05d}.bin", "wb") as f:
-            left = size
             while left > 0:
                 chunk = block[: min(left, len(block))]
                 f.write(chunk)
                 left -= len(chunk)
-        written += size
-        i += 1
-    return i
+    return n_files
 
 
 def tree_size(path: str | os.PathLike[str]) -> tuple[int, int]:

@@ -870,32 +870,37 @@ class Sandbox:
         pending = memoryview(script)
         deadline = None if timeout is None else time.monotonic() + timeout
         open_fds = {out_fd, err_fd}
-        while not (out.done and err.done):
-            if not open_fds:
-                break  # EOF on both pipes: the shell died
-            wait = None if deadline is None else deadline - time.monotonic()
-            if wait is not None and wait <= 0:
-                return None
-            try:
-                r, w, _ = select.select(list(open_fds), [in_fd] if pending else [], [], wait)
-            except InterruptedError:
-                continue
-            if w:
+        try:
+            while not (out.done and err.done):
+                if not open_fds:
+                    break  # EOF on both pipes: the shell died
+                wait = None if deadline is None else deadline - time.monotonic()
+                if wait is not None and wait <= 0:
+                    return None
                 try:
-                    pending = pending[os.write(in_fd, pending[: 1 << 16]) :]
-                except BlockingIOError:
-                    pass
-                except BrokenPipeError:
-                    pending = memoryview(b"")
-            for fd in r:
-                try:
-                    chunk = os.read(fd, 1 << 16)
-                except BlockingIOError:
+                    r, w, _ = select.select(list(open_fds), [in_fd] if pending else [], [], wait)
+                except InterruptedError:
                     continue
-                if chunk:
-                    streams[fd].feed(chunk)
-                else:
-                    open_fds.discard(fd)
+                if w:
+                    try:
+                        pending = pending[os.write(in_fd, pending[: 1 << 16]) :]
+                    except BlockingIOError:
+                        pass
+                    except BrokenPipeError:
+                        pending = memoryview(b"")
+                for fd in r:
+                    try:
+                        chunk = os.read(fd, 1 << 16)
+                    except BlockingIOError:
+                        continue
+                    if chunk:
+                        streams[fd].feed(chunk)
+                    else:
+                        open_fds.discard(fd)
+        except (OSError, ValueError) as err:
+            if self._shell is not shell:  # close() (or a restart) from another thread took the shell away
+                raise SandboxError("the sandbox was closed while the command ran") from err
+            raise
         truncated = out.truncated or err.truncated
         if out.done and err.done:
             return out.status, out.output(), err.output(), False, truncated
