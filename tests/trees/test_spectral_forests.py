@@ -275,6 +275,16 @@ def test_student_learns_the_eigenfunctions(data, rf):
         assert np.corrcoef(G[:, j], P[:, j])[0, 1] > 0.9
 
 
+def test_n_init_keeps_the_student_closest_to_the_teacher(data, rf):
+    X, y, _, _ = data
+    kw = dict(prefit=True, n_components=5, hidden_layer_sizes=(8, 8), max_epochs=15, random_state=4)
+    one = SpectralForestDistiller(rf, **kw).fit(X, y)
+    three = SpectralForestDistiller(rf, n_init=3, **kw).fit(X, y)
+    # the first initialisation is the same in both, so the best of three is at least as close to the teacher
+    assert three.distillation_mse_ <= one.distillation_mse_
+    assert three.distillation_mse_ > 0
+
+
 def test_student_layers_for_budget_is_the_widest_fitting_width():
     for p, r, budget in [(10, 20, 2260), (10, 20, 246), (8, 20, 3000), (3, 5, 40)]:
         layers = student_layers_for_budget(p, r, budget)
@@ -450,6 +460,7 @@ def test_bad_teacher(data):
         ({"n_components": 10, "n_candidates": 5}, "n_candidates"),
         ({"n_candidates": 200}, "n_candidates"),
         ({"alpha": -1.0}, "alpha"),
+        ({"n_init": 0}, "n_init"),
         ({"prefit": "yes", "max_epochs": 1}, "prefit"),
     ],
 )

@@ -115,6 +115,9 @@ class SpectralForestDistiller(RegressorMixin, BaseEstimator):
     max_epochs, batch_size, learning_rate : Adam training of the student (scikit-learn ``MLPRegressor``: at
         most ``max_epochs`` passes, stopping early once the loss stalls for 10 epochs).
     alpha : L2 penalty of the student's weights (``MLPRegressor(alpha=...)``, ``>= 0``).
+    n_init : students trained from different initialisations (``>= 1``); the one whose predictions are closest
+        to the ensemble's on the distillation inputs is kept (an unlucky initialisation can cost several points
+        of R^2).
     random_state : seed for the eigensolver start vector, augmentation and the student's initialisation.
 
     As with ``SelectFromModel(prefit=True)``, ``sklearn.base.clone`` also clones (and so un-fits) a prefit
@@ -127,7 +130,8 @@ class SpectralForestDistiller(RegressorMixin, BaseEstimator):
         first for ``"top"``, largest ``c_j^2`` first for ``"contribution"``).
     components_ : indices (0-based, by decreasing spectral value) of the kept pairs, in the order used.
     teacher_coef_ : ``c_j = sigma_j w_j^T y``. coef_, intercept_ : the student's output layer over ``g``.
-    student_ : the fitted ``MLPRegressor`` (on standardized inputs).
+    student_ : the fitted ``MLPRegressor`` (on standardized inputs). distillation_mse_ : mean squared difference
+        between the student and the ensemble on the distillation inputs (the ``n_init`` selection criterion).
     n_parameters_ : stored numbers of the student (MLP weights and biases, coefficients, intercept, input
         scaler). teacher_nodes_ : total node count of the teacher.
     """
@@ -151,6 +155,7 @@ class SpectralForestDistiller(RegressorMixin, BaseEstimator):
         batch_size: int = 1024,
         learning_rate: float = 3e-3,
         alpha: float = 1e-5,
+        n_init: int = 1,
         random_state: Any = None,
     ) -> None:
         self.estimator = estimator
@@ -169,6 +174,7 @@ class SpectralForestDistiller(RegressorMixin, BaseEstimator):
         self.batch_size = batch_size
         self.learning_rate = learning_rate
         self.alpha = alpha
+        self.n_init = n_init
         self.random_state = random_state
 
     # --- validation --------------------------------------------------------------------------------------
@@ -188,6 +194,7 @@ class SpectralForestDistiller(RegressorMixin, BaseEstimator):
         _int("n_augment", 0)
         _int("max_epochs", 1)
         _int("batch_size", 1)
+        _int("n_init", 1)
         hls = self.hidden_layer_sizes
         if not isinstance(hls, (tuple, list)) or not all(
             isinstance(h, Integral) and not isinstance(h, bool) and h >= 1 for h in hls
@@ -282,23 +289,28 @@ class SpectralForestDistiller(RegressorMixin, BaseEstimator):
             w = np.maximum(w / w.sum() * w.size, 1e-6)  # floor: a component with c_j = 0 keeps a tiny weight
         else:
             w = np.ones(targets.shape[1])
-        self._train_student(X_all, targets, seed, w)
-
-        # output layer over g: fold target standardization, optionally refit by least squares
-        G = self._student_outputs(X_all)  # standardized-space outputs of the MLP
+        # output layer over g: fold target standardization, optionally refit by least squares; with n_init > 1
+        # keep the student whose predictions are closest to the ensemble on the distillation inputs
         f_full = teacher_full[:, 0]
-        if self.target == "spectral" and not self.refit_coef:
-            coef = self.teacher_coef_ * self._t_scale
-            intercept = float(self.teacher_coef_ @ self._t_mean)
-        else:
-            A = np.column_stack([G, np.ones(G.shape[0])])
-            sol = np.linalg.lstsq(A, f_full, rcond=None)[0]
-            coef, intercept = sol[:-1], float(sol[-1])
-        self.coef_ = coef
-        self.intercept_ = intercept
+        seeds = [seed] + [int(rng.randint(0, 2**31 - 1)) for _ in range(int(self.n_init) - 1)]
+        best = None
+        for s in seeds:
+            self._train_student(X_all, targets, s, w)
+            G = self._student_outputs(X_all)  # standardized-space outputs of the MLP
+            if self.target == "spectral" and not self.refit_coef:
+                coef = self.teacher_coef_ * self._t_scale
+                intercept = float(self.teacher_coef_ @ self._t_mean)
+            else:
+                A = np.column_stack([G, np.ones(G.shape[0])])
+                sol = np.linalg.lstsq(A, f_full, rcond=None)[0]
+                coef, intercept = sol[:-1], float(sol[-1])
+            mse = float(np.mean((G @ coef + intercept - f_full) ** 2))
+            if best is None or mse < best[0]:
+                best = (mse, self.student_, self._t_scale, coef, intercept)
+        self.distillation_mse_, self.student_, self._t_scale, self.coef_, self.intercept_ = best
         self.n_parameters_ = int(
-            mlp_parameter_count(X.shape[1], tuple(self.hidden_layer_sizes), G.shape[1])
-            + G.shape[1]  # output coefficients
+            mlp_parameter_count(X.shape[1], tuple(self.hidden_layer_sizes), self.coef_.size)
+            + self.coef_.size  # output coefficients
             + 1  # intercept
             + 2 * X.shape[1]  # input standardization
         )

@@ -103,7 +103,9 @@ def _wide_spectrum_student(n_inputs: int, budget: int) -> tuple[tuple[int, int],
     return hidden, r
 
 
-def _one_dataset(run: Run, name: str, n: int, seed: int, friedman1_extras: bool, baselines: str) -> tuple:
+def _one_dataset(
+    run: Run, name: str, n: int, seed: int, friedman1_extras: bool, baselines: str, inits: int
+) -> tuple:
     X, y = load_dataset(name, n, seed)
     perm = np.random.default_rng(seed).permutation(len(y))
     a, b = int(0.56 * len(y)), int(0.70 * len(y))
@@ -137,12 +139,12 @@ def _one_dataset(run: Run, name: str, n: int, seed: int, friedman1_extras: bool,
                 .fit(X_tr, y_tr)
             )
 
-    dist = distil(rf)  # the library default: c_j^2-selected components
+    dist = distil(rf, n_init=inits)  # the library default: c_j^2-selected components
     w = f"{hidden[0]}x{hidden[1]}"
     rows.append(_row(f"spectral distilled RF (r={N_COMPONENTS}, c_j^2, {w})", dist, X_te, y_te,
                      dist.n_parameters_, _student_bytes(dist)))  # fmt: skip
     info["size_ratio"] = dist.n_parameters_ / rf_nodes
-    top = distil(rf, component_selection="top")
+    top = distil(rf, component_selection="top", n_init=inits)
     rows.append(_row(f"spectral distilled RF (top-{N_COMPONENTS} eigenpairs, digest, {w})", top, X_te, y_te,
                      top.n_parameters_, _student_bytes(top)))  # fmt: skip
     direct = distil(rf, target="direct")
@@ -214,14 +216,14 @@ def _one_dataset(run: Run, name: str, n: int, seed: int, friedman1_extras: bool,
             gbm.fit(X_tr, y_tr)
         gbm_nodes = count_nodes(gbm)
         rows.append(_row("gradient boosting (teacher)", gbm, X_te, y_te, gbm_nodes, len(pickle.dumps(gbm))))
-        gdist = distil(gbm)
+        gdist = distil(gbm, n_init=inits)
         rows.append(_row(f"spectral distilled GBM (r={N_COMPONENTS}, c_j^2, {w})", gdist, X_te, y_te,
                          gdist.n_parameters_, _student_bytes(gdist)))  # fmt: skip
         info.update(
             gbm_r2=rows[-2]["R2"], gdist_r2=rows[-1]["R2"], gbm_size_ratio=gdist.n_parameters_ / gbm_nodes
         )
         if run.full:
-            gtop = distil(gbm, component_selection="top")
+            gtop = distil(gbm, component_selection="top", n_init=inits)
             rows.append(_row(f"spectral distilled GBM (top-{N_COMPONENTS}, {w})", gtop, X_te, y_te,
                              gtop.n_parameters_, _student_bytes(gtop)))  # fmt: skip
             info["gtop_r2"] = rows[-1]["R2"]
@@ -245,6 +247,8 @@ def run(run: Run) -> None:
     run.param("size_fraction", quick=SIZE_FRACTION)
     # quick: pruned forest and FIGS on Friedman1 (RuleFit, 5 s on one core, only raises the best baseline)
     baselines = run.param("baselines", quick="pruned+FIGS", full="all")
+    # restarts of the spectral students (main, top-r, GBM); the direct and wide-spectrum ablations train once
+    inits = run.param("student_inits", quick=1, full=3)
     if _imodels() is None:
         run.note(
             "imodels is not installed: FIGS and RuleFit are skipped, the baseline set is the pruned forest only"
@@ -256,7 +260,13 @@ def run(run: Run) -> None:
     jobs = [(d, s) for s in seeds for d in datasets]
     for name, seed in run.progress(jobs, "datasets x seeds"):
         rows, info = _one_dataset(
-            run, name, sizes[name], seed, friedman1_extras=name == "friedman1", baselines=baselines
+            run,
+            name,
+            sizes[name],
+            seed,
+            friedman1_extras=name == "friedman1",
+            baselines=baselines,
+            inits=inits,
         )
         all_rows.extend(rows)
         infos[name].append(info)
