@@ -355,7 +355,8 @@ def test_weighted_block_coordinate_descent_matches_pot_alternation():
     p /= p.sum()
     T_true = np.zeros((n, 3))
     T_true[np.arange(n), z] = p
-    T = 0.6 * T_true + 0.4 * initial_coupling(A, 3, "random", random_state=2, p=p)  # fractional, no empty block
+    # fractional, and no block empties on the way
+    T = 0.6 * T_true + 0.4 * initial_coupling(A, 3, "random", random_state=2, p=p)
     T_ours, C_ours = srgw_block_coordinate_descent(A, T, p=p, max_iter=4, tol=0.0, tol_fw=1e-13)
     C, _ = update_block_matrix(A, T)
     for _ in range(4):  # POT: T-step (semi-relaxed GW from the previous plan), then the closed-form C-step
