@@ -202,8 +202,9 @@ def run(run: Run) -> None:
     n_list = run.param("n_objects", quick=[1_000, 10_000], full=[1_000, 10_000, 100_000])
     n_seeds = run.param("sketch_seeds", quick=5, full=20)
     shrink_n = run.param("shrink_n_objects", quick=100, full=1_000)
-    shrink_reps = run.param("shrink_replicates", quick=20, full=16)
-    shrink_seeds = run.param("shrink_seeds_per_replicate", quick=10, full=20)
+    # quick mode only reports the pooled ratio (the 20-seed statistic cannot be decided at that size)
+    shrink_reps = run.param("shrink_replicates", quick=4, full=16)
+    shrink_seeds = run.param("shrink_seeds_per_replicate", quick=16, full=20)
     seeds = run.seeds(n_seeds)
     rng = run.rng
     bytes_main = MaxSketch(D_SYN, M_MAIN).memory_bytes
@@ -332,7 +333,7 @@ def run(run: Run) -> None:
     run.metric("zipf_views_signed_err_auto", mis_rows[1]["signed_err_auto"])
     run.metric("subspace_noise_signed_err_auto", mis_rows[2]["signed_err_auto"])
 
-    # ---------------- error shrink m = 256 -> 1024: the digest's 20-seed statistic, replicated ---------------
+    # ---------------- error shrink m = 256 -> 1024: the digest's 20-seed statistic, replicated (full) ---------
     with run.timer("shrink"):
         xs, _ = synthetic_stream(shrink_n, 0.1, rng)
         shrink, e1024, e256 = shrink_replicates(
@@ -352,7 +353,7 @@ def run(run: Run) -> None:
 
     # ---------------- throughput against a float32 GEMM of the same shape ----------------------------------------
     with run.timer("throughput"):
-        thr = update_throughput(batch=8192, dim=256, m=1024, repeats=run.pick(quick=5, full=9))
+        thr = update_throughput(batch=8192, dim=256, m=1024, repeats=run.pick(quick=4, full=9))
     for k, v in thr.items():
         run.metric(k, v)
 
@@ -376,7 +377,8 @@ def run(run: Run) -> None:
     for n, v in zip(n_list, meds):
         run.metric(f"median_err_m1024_n{n}", v)
     run.check("median_error_m1024", meds)
-    run.check("error_shrink_m256_to_m1024", shrink)
+    if run.full:
+        run.check("error_shrink_m256_to_m1024", shrink)
     run.check("hll_raw_overestimate", [hll_ratio[n] for n in n_list])
     run.check(
         "hll_error_over_maxsketch_error",
@@ -409,7 +411,7 @@ def update_throughput(batch: int = 8192, dim: int = 256, m: int = 1024, repeats:
         t_upd.append(time.perf_counter() - t0)
     singles = xb[:256]
     t_single = []
-    for _ in range(3):
+    for _ in range(2):
         t0 = time.perf_counter()
         for row in singles:
             sk.update(row)
