@@ -1,0 +1,8 @@
+"""Multimodal learning: target-aware text columns for tabular learners (MulTaBench), medical visual tokenizers
+(MedVTok), observability-gated cross-source alignment (ObsAlign)."""
+
+from .._lazy import attach
+
+# One line per public name: "Name": ".<paper package>". Each paper's engineer edits only their own lines.
+_EXPORTS: dict[str, str] = {}
+__getattr__, __dir__, __all__ = attach(__name__, _EXPORTS)
