@@ -139,6 +139,38 @@ def test_steering_reaches_only_positions_from_start(smol):
         assert torch.equal(model(ids).logits, base)
 
 
+def test_per_row_steering_vectors_match_one_row_at_a_time(smol):
+    model, tok = smol
+    ids = ids_of(tok, "Seven small boats sailed home").repeat(3, 1)
+    g = torch.Generator().manual_seed(1)
+    vs = torch.randn(3, 576, generator=g) * 3
+    vs[1] = 0.0
+    with torch.no_grad():
+        with add_to_residual(model, 9, vs):
+            batched = model(ids).logits
+        for i in range(3):  # oracle: the same row steered alone by its own (d,) vector
+            with add_to_residual(model, 9, vs[i]):
+                assert torch.allclose(batched[i], model(ids[i : i + 1]).logits[0], atol=1e-4)
+        with pytest.raises(ValueError, match="rows"):
+            with add_to_residual(model, 9, vs[:2]):
+                model(ids)
+
+
+def test_decoder_repeat_interleave_continues_each_row_like_a_fresh_decoder(smol):
+    model, tok = smol
+    prompts = ["The capital of France is", "Two plus two equals"]
+    ids, mask = smollm2.encode_batch(tok, prompts)
+    shared = Decoder.start(model, ids, mask)
+    rep = shared.repeat_interleave(2)
+    toks, _ = rep.generate(4)
+    fresh, _ = Decoder.start(model, ids, mask).generate(4)
+    assert toks.tolist() == fresh.repeat_interleave(2, dim=0).tolist()
+    again, _ = shared.generate(4)  # the source decoder's cache was copied, not advanced
+    assert again.tolist() == fresh.tolist()
+    with pytest.raises(ValueError, match="repeats"):
+        shared.repeat_interleave(0)
+
+
 def test_recorded_residual_matches_hidden_states(smol):
     model, tok = smol
     ids = ids_of(tok, "Residual streams carry information between layers.")
@@ -290,7 +322,7 @@ def test_bad_input(smol, monkeypatch):
         with add_to_residual(model, 30, torch.zeros(576)):
             pass
     with pytest.raises(ValueError, match="vector"):
-        with add_to_residual(model, 3, torch.zeros(2, 576)):
+        with add_to_residual(model, 3, torch.zeros(2, 2, 576)):
             pass
     with pytest.raises(ValueError, match="finite"):
         with add_to_residual(model, 3, torch.full((576,), float("nan"))):

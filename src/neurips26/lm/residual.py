@@ -121,16 +121,17 @@ def record_residual(model: nn.Module, layers: int | Sequence[int]) -> Iterator[R
 def add_to_residual(
     model: nn.Module, layer: int, vector: torch.Tensor, start: int | torch.Tensor | None = None
 ) -> Iterator[None]:
-    """Add ``vector`` (d,) to the residual stream at the output of block ``layer`` while the block is open.
+    """Add ``vector`` to the residual stream at the output of block ``layer`` while the block is open.
 
+    ``vector``: (d,) for every row, or (B, d), one per batch row (several steering settings in one batch).
     ``start``: None adds at every position; an int (or a (B,) tensor, one per row) adds only at absolute
     positions ``>= start``. Gradients flow through the addition (a trainable vector can be optimised).
     """
     module = _layer(model, layer)
     if not isinstance(vector, torch.Tensor):
         raise TypeError(f"vector must be a torch.Tensor, got {type(vector).__name__}")
-    if vector.ndim != 1:
-        raise ValueError(f"vector must be 1-D (d_model,), got shape {tuple(vector.shape)}")
+    if vector.ndim not in (1, 2):
+        raise ValueError(f"vector must have shape (d_model,) or (B, d_model), got {tuple(vector.shape)}")
     if not torch.isfinite(vector).all():
         raise ValueError("vector must be finite")
     if start is not None and not isinstance(start, torch.Tensor):
@@ -139,9 +140,11 @@ def add_to_residual(
 
     def hook(mod: nn.Module, args: Any, kwargs: dict[str, Any], output: Any) -> Any:
         h = _hidden(output)
-        if vector.shape[0] != h.shape[-1]:
-            raise ValueError(f"vector has {vector.shape[0]} entries, the residual stream has {h.shape[-1]}")
-        v = vector.to(h.dtype)
+        if vector.shape[-1] != h.shape[-1]:
+            raise ValueError(f"vector has {vector.shape[-1]} entries, the residual stream has {h.shape[-1]}")
+        if vector.ndim == 2 and vector.shape[0] != h.shape[0]:
+            raise ValueError(f"vector has {vector.shape[0]} rows, the batch has {h.shape[0]}")
+        v = vector.to(h.dtype) if vector.ndim == 1 else vector.to(h.dtype)[:, None, :]
         if start is None:
             new = h + v
         else:

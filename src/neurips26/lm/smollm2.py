@@ -34,6 +34,7 @@ teacher-forced feeding on top of the cache, residual recording through :mod:`~ne
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import importlib.util
 import json
@@ -63,6 +64,7 @@ __all__ = [
     "cache_dir",
     "chat_prompt",
     "decoder_layers",
+    "encode_batch",
     "generate",
     "gguf_path",
     "load",
@@ -374,7 +376,8 @@ def chat_prompt(
     return text + assistant_prefix
 
 
-def _encode(tokenizer: Any, texts: Sequence[str]) -> tuple[torch.Tensor, torch.Tensor]:
+def encode_batch(tokenizer: Any, texts: Sequence[str]) -> tuple[torch.Tensor, torch.Tensor]:
+    """Token ids (B, T) and attention mask of ``texts``, left-padded (no special tokens added)."""
     if isinstance(texts, str) or not texts or not all(isinstance(t, str) and t for t in texts):
         raise ValueError("prompts must be a non-empty list of non-empty strings")
     rows = [tokenizer(t, add_special_tokens=False)["input_ids"] for t in texts]
@@ -386,6 +389,9 @@ def _encode(tokenizer: Any, texts: Sequence[str]) -> tuple[torch.Tensor, torch.T
         ids[i, T - len(r) :] = torch.tensor(r, dtype=torch.long)
         mask[i, T - len(r) :] = 1
     return ids, mask
+
+
+_encode = encode_batch  # the earlier private name, kept for callers that imported it
 
 
 @dataclass
@@ -419,6 +425,21 @@ class Decoder:
         )
         dec.feed(ids, attention_mask)
         return dec
+
+    def repeat_interleave(self, repeats: int) -> Decoder:
+        """A new decoder whose row ``i * repeats + j`` continues row ``i`` (the cache is copied, not shared):
+        read a shared prompt once, then decode it under several settings (steering vectors) side by side."""
+        if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
+            raise ValueError(f"repeats must be a positive integer, got {repeats!r}")
+        cache = copy.deepcopy(self.cache)
+        cache.batch_repeat_interleave(repeats)
+        return Decoder(
+            self.model,
+            cache,
+            self.attention_mask.repeat_interleave(repeats, dim=0),
+            self.lengths.repeat_interleave(repeats, dim=0),
+            self.logits.repeat_interleave(repeats, dim=0),
+        )
 
     @torch.no_grad()
     def feed(self, ids: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
@@ -482,7 +503,7 @@ def generate(
     stop_at_eos: bool = True,
 ) -> list[str]:
     """Completions of ``prompts`` (greedy by default), decoded without special tokens, cut at the end token."""
-    ids, mask = _encode(tokenizer, prompts)
+    ids, mask = encode_batch(tokenizer, prompts)
     dec = Decoder.start(model, ids, mask)
     eos = tokenizer.eos_token_id if stop_at_eos else None
     toks, m = dec.generate(max_new_tokens, eos, temperature, generator)
