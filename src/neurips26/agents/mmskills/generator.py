@@ -360,10 +360,10 @@ def calibrate_theta(
     """Match threshold from held-out generator trajectories (training data only).
 
     For every stage-start frame: its distance to its own stage's nearest full view, and to the nearest view of any
-    other stage of the same skill. ``theta`` is the midpoint between the 0.95 quantile of the first and the
-    smallest of the second (floored at 0.02): the branch accepts the first loaded view within ``theta``, so
-    ``theta`` must stay below every cross-stage distance seen. Also returns the nearest card's stage accuracy on
-    those frames.
+    other stage of the same skill. ``theta`` is the midpoint between the 0.95 quantile of the first (over the
+    frames whose own distance is below the smallest of the second) and the smallest of the second, floored at
+    0.02: the branch accepts the first loaded view within ``theta``, so ``theta`` stays below every cross-stage
+    distance seen. Also returns the nearest card's stage accuracy on those frames.
     """
     own, other, correct = [], [], []
     for t in trajs:
@@ -382,5 +382,7 @@ def calibrate_theta(
                 correct.append(int(np.argmin(d) == j))
     if not own or not other:
         return 0.05, float("nan")
-    theta = 0.5 * (float(np.quantile(own, 0.95)) + float(np.min(other)))
+    nearest_other = float(np.min(other))
+    below = [d for d in own if d < nearest_other] or [0.0]  # own-stage distances no other stage undercuts
+    theta = 0.5 * (float(np.quantile(below, 0.95)) + nearest_other)
     return max(0.02, theta), float(np.mean(correct))
