@@ -1,0 +1,256 @@
+"""Tests for the noisy-data RLVR paper: answer equivalence, re-verification, audit bound, toy RLVR parts."""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from neurips26.harness.testing import assert_quick_verdict
+from neurips26.lm.rlvr_noisy import (
+    FractionTask,
+    audit_bound,
+    clopper_pearson,
+    equivalent,
+    extract_answer,
+    format_ok,
+    noisy_math_items,
+    parse_answer,
+    pgfc_reward,
+    reverify,
+    rlvr_reward,
+)
+
+# (a, b, equivalent?) decided by hand from the semantics in the module docstring, not by the implementation
+TABLE = [
+    ("1/2", "0.5", True),
+    (r"\frac{1}{2}", "2/4", True),
+    (r"\dfrac{3}{4}", "0.75", True),
+    ("50%", "1/2", True),
+    (r"50\%", "50", True),
+    ("0.333", "1/3", False),
+    ("7", "7.0", True),
+    ("-3/4", "-0.75", True),
+    ("3/4", "-3/4", False),
+    ("x^2+2x+1", "(x+1)^2", True),
+    ("x^2+2x+1", "x^2-2x+1", False),
+    ("2x+2", "2(x+1)", True),
+    (r"\sqrt{8}", r"2\sqrt{2}", True),
+    (r"\sqrt{8}", "2.828427", False),
+    ("x = 3", "3", True),
+    (r"\boxed{5}", "5", True),
+    (r"$x = -1$ or $x = 2$", "2, -1", True),
+    ("x = 1, 2", r"\{2, 1\}", True),
+    ("1, 2", "1", False),
+    ("1, 2", "1, 2, 3", False),
+    (r"1 \pm \sqrt{2}", r"\{1+\sqrt2, 1-\sqrt 2\}", True),
+    ("[1, 2)", "[1,2)", True),
+    ("[1, 2)", "[1, 2]", False),
+    (r"(-\infty, 3]", "(-oo, 3]", True),
+    (r"\left(2, \infty\right)", "(2, oo)", True),
+    ("(1, 2)", "(2, 1)", False),
+    (r"(1,2) \cup (3,4)", "(1,2) U (3,4)", True),
+    ("1,000", "1000", True),
+    ("3", "4", False),
+]
+
+
+@pytest.mark.parametrize(("a", "b", "same"), TABLE)
+def test_equivalence_table(a, b, same):
+    assert equivalent(a, b) is same
+    assert equivalent(b, a) is same  # symmetric
+
+
+@pytest.mark.parametrize(
+    "bad", ["hello world", r"\frac{1}{", "1/0", "__import__('os')", "2**99999", "", "x ++* 2"]
+)
+def test_unparsable_is_none_not_an_error(bad):
+    assert parse_answer(bad) == []
+    assert equivalent(bad, "1") is None
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(-50, 50), st.integers(1, 40), st.integers(2, 9))
+def test_rational_forms_property(p, q, k):
+    f = Fraction(p, q)
+    assert equivalent(f"{p}/{q}", f"{p * k}/{q * k}")
+    assert equivalent(f"{p}/{q}", rf"\frac{{{p * k}}}{{{q * k}}}") if p >= 0 else True
+    assert equivalent(f"{p}/{q}", f"{f + 1}".replace(" ", "")) is False
+    assert equivalent(f"{p}/{q}", f"{float(f):.12f}") is (
+        f.denominator in (1, 2, 4, 5, 8, 10, 16, 20, 25, 40)
+    )
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(-9, 9), st.integers(-9, 9))
+def test_polynomial_expansion_property(a, b):
+    # oracle: (x + a)(x + b) = x^2 + (a + b) x + ab by hand
+    factored = f"(x {a:+d})(x {b:+d})"
+    assert equivalent(factored, f"x^2 {a + b:+d}x {a * b:+d}")
+    if a + b != 0:
+        assert equivalent(factored, f"x^2 {-(a + b):+d}x {a * b:+d}") is False
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.text(max_size=40))
+def test_parse_never_raises(text):
+    assert isinstance(parse_answer(text), list)
+    assert equivalent(text, "1") in (True, False, None)
+
+
+def test_extract_answer():
+    assert extract_answer(r"so the answer is \boxed{\frac{1}{2}}.") == r"\frac{1}{2}"
+    assert extract_answer("work <ans>3/4</ans>") == "3/4"
+    assert extract_answer("no answer here") is None
+    with pytest.raises(TypeError, match="text"):
+        extract_answer(3)
+
+
+def test_reverify_verdicts():
+    v, why = reverify("Compute 1/4 + 1/4.", "0.5", ["1/2"])
+    assert v == "correct" and "sympy" in why
+    assert reverify("Find a root of x^2 - 3x + 2 = 0.", "2", ["1", "2"]).verdict == "correct"  # other root
+    assert reverify("Find all roots.", "1", [r"\{1, 2\}"]).verdict == "incorrect"  # missing root
+    assert reverify("Compute 1/4 + 1/4.", "1/3", ["1/2"]).verdict == "incorrect"
+    assert reverify("p", "no idea", ["1/2"]).verdict == "unparsable"
+    assert reverify("p", "1/2", ["???"], second_opinion="never").verdict == "unparsable"
+    assert reverify("p", "1/3", ["1/2"], second_opinion="always").verdict == "incorrect"
+
+
+def test_reverify_bad_input():
+    with pytest.raises(TypeError, match="problem"):
+        reverify(None, "1", ["1"])
+    with pytest.raises(TypeError, match="annotation"):
+        reverify("p", 1, ["1"])
+    with pytest.raises(TypeError, match="answer_set"):
+        reverify("p", "1", "1")
+    with pytest.raises(ValueError, match="answer_set"):
+        reverify("p", "1", [])
+    with pytest.raises(ValueError, match="second_opinion"):
+        reverify("p", "1", ["1"], second_opinion="maybe")
+
+
+def test_math_verify_second_opinion_reads_latex():
+    pytest.importorskip("math_verify")
+    from neurips26.lm.rlvr_noisy import math_verify_equivalent
+
+    assert math_verify_equivalent(r"\frac{1}{2}", "0.5") is True
+    assert math_verify_equivalent("1/2", "1/3") is False
+
+
+def test_clopper_pearson_closed_form_and_peer():
+    # zero errors: the one-sided bound solves (1 - p)^n = alpha exactly
+    assert clopper_pearson(0, 100) == pytest.approx(1 - 0.05 ** (1 / 100), abs=1e-12)
+    assert clopper_pearson(0, 100) == pytest.approx(0.0295, abs=1e-4)
+    assert clopper_pearson(7, 7) == 1.0
+    sm = pytest.importorskip("statsmodels.stats.proportion")
+    for k, n in [(0, 20), (3, 50), (10, 10), (17, 40)]:
+        lo, hi = clopper_pearson(k, n, alternative="two-sided")
+        plo, phi = sm.proportion_confint(k, n, alpha=0.05, method="beta")
+        assert lo == pytest.approx(plo, abs=1e-9) and hi == pytest.approx(phi, abs=1e-9)
+
+
+def test_clopper_pearson_bad_input():
+    with pytest.raises(ValueError, match="n"):
+        clopper_pearson(0, 0)
+    with pytest.raises(ValueError, match="errors"):
+        clopper_pearson(5, 4)
+    with pytest.raises(TypeError, match="errors"):
+        clopper_pearson(0.5, 4)
+    with pytest.raises(ValueError, match="confidence"):
+        clopper_pearson(1, 4, confidence=1.5)
+    with pytest.raises(ValueError, match="alternative"):
+        clopper_pearson(1, 4, alternative="lower")
+
+
+def test_audit_bound():
+    out = audit_bound([True, False, True, True], [True, False, False, True])
+    assert out["errors"] == 1 and out["n"] == 4 and out["error_rate"] == 0.25
+    assert out["upper_bound"] == pytest.approx(clopper_pearson(1, 4))
+    with pytest.raises(ValueError, match="equal length"):
+        audit_bound([True], [True, False])
+    with pytest.raises(ValueError, match="predicted"):
+        audit_bound([], [])
+
+
+def test_noisy_items_shares_and_truth():
+    items = noisy_math_items(140, planted_share=0.25, seed=3)
+    assert sum(it.planted_correct for it in items) == 35
+    assert {it.kind for it in items} == {
+        "linear",
+        "quadratic_one",
+        "quadratic_all",
+        "fraction",
+        "percent",
+        "polynomial",
+        "inequality",
+    }
+    # numeric kinds: check the planted truth with exact Fraction arithmetic from the problem text
+    for it in items:
+        if it.kind == "fraction" and it.rewrite in ("unreduced", "decimal"):
+            gold = Fraction(it.answer_set[0])
+            assert Fraction(it.annotation) == gold
+    with pytest.raises(ValueError, match="n"):
+        noisy_math_items(0)
+    with pytest.raises(ValueError, match="planted_share"):
+        noisy_math_items(10, planted_share=2.0)
+
+
+def test_fraction_task_forms_against_fractions():
+    task = FractionTask(n_eval=100, seed=1)
+    assert len(task.train_problems) + len(task.eval_problems) == 8 * 81
+    assert not set(task.train_problems) & set(task.eval_problems)
+    for p in task.train_problems[:50]:
+        a, b, c, d = p
+        truth = Fraction(a, b) + Fraction(c, d)
+        for form in task.surface_forms(p):
+            assert Fraction(form) == truth
+        assert Fraction(task.reference(p)).denominator == truth.denominator  # reduced
+    with pytest.raises(ValueError, match="max_den"):
+        FractionTask(max_den=12)
+    with pytest.raises(ValueError, match="n_eval"):
+        FractionTask(n_eval=0)
+
+
+def test_format_and_rewards():
+    assert format_ok("[3/4]\n") == "3/4"
+    assert format_ok("3/4]\n") is None and format_ok("[3/4][1]\n") is None
+    task = FractionTask(n_eval=100, seed=0)
+    enc = task.tokenizer.encode
+    comps = [enc("[6/8]\n"), enc("[0.75]\n"), enc("[1/2]\n"), enc("6/8\n")]
+    labels = ["3/4"] * 4
+    assert rlvr_reward("match")(None, comps, labels, task) == [1.0, 1.0, 0.0, 0.0]
+    assert rlvr_reward("format")(None, comps, labels, task) == [1.0, 1.0, 1.0, 0.0]
+    corrected = pgfc_reward(0.5, 0.1)(None, comps, labels, task)
+    assert corrected[0] == pytest.approx((1 - 0.1) / (1 - 0.5 - 0.1))
+    assert corrected[2] == pytest.approx(-0.1 / 0.4)
+    with pytest.raises(ValueError, match="kind"):
+        rlvr_reward("length")
+    with pytest.raises(ValueError, match="rates"):
+        pgfc_reward(0.6, 0.5)
+
+
+def test_toy_rlvr_smoke():
+    from neurips26.lm.grpo import GRPOConfig
+    from neurips26.lm.rlvr_noisy import LabelPools, greedy_accuracy, run_arm, sft_policy
+
+    task = FractionTask(n_eval=50, seed=0)
+    base = sft_policy(task, steps=20, seed=0, d_model=32, batch_size=16)
+    acc0 = greedy_accuracy(base, task, task.eval_problems)
+    assert 0.0 <= acc0 <= 1.0
+    pools = LabelPools.build(base, task, n_samples=1, seed=0)
+    assert len(pools.wrong) == len(pools.problems) and all(isinstance(w, str) for w in pools.wrong)
+    acc, hist, _ = run_arm(
+        base, task, pools.problems, pools.clean, GRPOConfig(group_size=4, lr=1e-3), 2, 4, 0
+    )
+    assert len(hist) == 2 and math.isfinite(acc)
+    with pytest.raises(ValueError, match="steps"):
+        sft_policy(task, steps=0)
+
+
+@pytest.mark.experiment
+def test_quick_reproduction(tmp_path):
+    assert_quick_verdict("rlvr-noisy-data", tmp_path)
