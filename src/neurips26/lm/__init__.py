@@ -69,5 +69,10 @@ _EXPORTS = {
     # residual-stream hooks (h-post1; SmolLM2 itself: neurips26.lm.smollm2.load())
     "record_residual": ".residual",
     "add_to_residual": ".residual",
+    # rlvr-noisy-data (h-lmB): answer equivalence, re-verification, audit bound
+    "reverify": ".rlvr_noisy",
+    "equivalent_answers": ".rlvr_noisy",
+    "parse_answer": ".rlvr_noisy",
+    "clopper_pearson": ".rlvr_noisy",
 }
 __getattr__, __dir__, __all__ = attach(__name__, _EXPORTS)
