@@ -1,0 +1,328 @@
+"""Reproduction: ModelLens on LCDB learning curves (digest: ``modellens``).
+
+Leaderboard = LCDB's 20 scikit-learn learners x the OpenML data sets that have meta-features, 4 metrics,
+score_test averaged over LCDB's seeds. The evaluation anchor of a data set is its largest training-set size
+that at least 80 % of its learners reached ("largest common anchor"). Splits: (a) new data sets (random 20 %
+of the data sets held out, ID unknown at test time), (b) new models (4 learners removed from training, ranked
+among themselves on every data set). Baselines: popularity, meta-feature kNN, text-only (MiniLM), pointwise
+ablation, family mean, and the run-on-target landmark (each learner's own score at 64 training rows on the
+target; reported, not gated).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import torch
+
+from neurips26.harness import Run
+
+from .baselines import family_mean_scores, meta_knn_scores, popularity_scores, text_only_scores
+from .lcdb_data import LOWER_IS_BETTER, METRICS, lcdb_models, load_lcdb, load_lcdb_datasets
+from .modellens import ModelLens, minilm_text_encoder, zscore_groups
+from .ranking_metrics import ndcg_at_k, ranking_report
+
+NEW_MODELS = (
+    "sklearn.ensemble.ExtraTreesClassifier",
+    "SVC_poly",
+    "sklearn.naive_bayes.BernoulliNB",
+    "sklearn.linear_model.Perceptron",
+)
+LANDMARK_ANCHOR = 64
+METHOD_NAMES = {
+    "modellens": "ModelLens (listwise + pairwise)",
+    "pointwise": "B5 pointwise ablation",
+    "popularity": "B1 popularity",
+    "knn": "B2 meta-feature kNN (k=10)",
+    "text": "B3 text-only (MiniLM)",
+    "landmark": "B4 run on target (64 rows)",
+    "family": "family mean",
+}
+
+
+def eval_anchors(df: pd.DataFrame, coverage: float = 0.8) -> pd.Series:
+    """Per data set, the largest anchor reached by >= ``coverage`` of its learners (accuracy records)."""
+    acc = df[df["metric"] == "accuracy"]
+    per = acc.groupby(["openmlid", "anchor"])["learner"].nunique().rename("n").reset_index()
+    total = acc.groupby("openmlid")["learner"].nunique()
+    per = per[per["n"] >= coverage * per["openmlid"].map(total)]
+    return per.groupby("openmlid")["anchor"].max()
+
+
+def build_leaderboard(full: bool, min_anchor: int, metrics: tuple[str, ...] = METRICS):
+    df = load_lcdb(metrics)
+    meta = load_lcdb_datasets()
+    df = df[df["openmlid"].isin(meta.index)]
+    anchor = eval_anchors(df)
+    df = df[df["openmlid"].isin(anchor.index)]
+    at_eval = df["anchor"].to_numpy() == df["openmlid"].map(anchor).to_numpy()
+    landmark = df[df["anchor"] == LANDMARK_ANCHOR]
+    if full:  # every anchor from min_anchor up to the evaluation anchor enters training as its own "data set"
+        a = df["anchor"].to_numpy()
+        power_of_two = (a & (a - 1)) == 0
+        below = a <= df["openmlid"].map(anchor).to_numpy()
+        train_pool = df[at_eval | ((a >= min_anchor) & power_of_two & below)]
+    else:
+        train_pool = df[at_eval]
+    evaluation = df[at_eval]
+
+    def records(frame: pd.DataFrame) -> pd.DataFrame:
+        key = frame["openmlid"].astype(str) + "@" + frame["anchor"].astype(str)
+        return pd.DataFrame(
+            {
+                "model": frame["learner"].to_numpy(),
+                "dataset": key.to_numpy(),
+                "openmlid": frame["openmlid"].to_numpy(),
+                "metric": frame["metric"].to_numpy(),
+                "score": frame["score"].to_numpy(),
+            }
+        )
+
+    train_rec, eval_rec = records(train_pool), records(evaluation)
+    keys = pd.concat(
+        [train_rec[["dataset", "openmlid"]], eval_rec[["dataset", "openmlid"]]]
+    ).drop_duplicates()
+    side = meta.drop(columns=["Name"]).reindex(keys["openmlid"].to_numpy())
+    side.index = keys["dataset"].to_numpy()
+    side["TrainingSetSize"] = [int(k.split("@")[1]) for k in side.index]
+    side["description"] = meta["Name"].reindex(keys["openmlid"].to_numpy()).to_numpy()
+    return train_rec, eval_rec, side, landmark, anchor
+
+
+def add_z(rec: pd.DataFrame) -> pd.DataFrame:
+    higher = ~rec["metric"].isin(LOWER_IS_BETTER).to_numpy()
+    return rec.assign(
+        z=zscore_groups(rec["score"].to_numpy(), (rec["dataset"] + "|" + rec["metric"]).to_numpy(), higher)
+    )
+
+
+def evaluate(groups: list[dict], scores: dict[str, list[np.ndarray]], by_metric: dict | None = None):
+    """Mean over metrics of the per-metric mean over groups, for every method (``by_metric`` collects the
+    per-metric means when given)."""
+    out = {}
+    for method, per_group in scores.items():
+        rows = [{"metric": g["metric"], **ranking_report(g["true"], s, 3)} for g, s in zip(groups, per_group)]
+        per_metric = pd.DataFrame(rows).groupby("metric").mean(numeric_only=True)
+        out[method] = per_metric.mean().to_dict()
+        if by_metric is not None:
+            by_metric.setdefault(method, []).append(per_metric)
+    return out
+
+
+def bootstrap_ci(strata: list[tuple[int, str, np.ndarray]], rng: np.random.Generator, n_boot: int = 2000):
+    """Paired bootstrap 95 % interval of the mean over splits of the mean over metrics of per-group differences.
+
+    ``strata``: (split, metric, per-group differences); groups are resampled within each stratum."""
+    by_split: dict[int, dict[str, np.ndarray]] = {}
+    for split, metric, d in strata:
+        idx = rng.integers(0, len(d), (n_boot, len(d)))
+        by_split.setdefault(split, {})[metric] = d[idx].mean(1)
+    stat = np.mean([np.mean(list(per.values()), axis=0) for per in by_split.values()], axis=0)
+    return float(np.quantile(stat, 0.025)), float(np.quantile(stat, 0.975))
+
+
+def standardised_meta(side: pd.DataFrame, train_keys, query_keys) -> tuple[np.ndarray, np.ndarray]:
+    cols = [c for c in side.columns if c != "description"]
+    X = side[cols].apply(pd.to_numeric, errors="coerce").to_numpy(float)
+    X = np.sign(X) * np.log1p(np.abs(X))
+    idx = {k: i for i, k in enumerate(side.index)}
+    tr = X[[idx[k] for k in train_keys]]
+    keep = (np.isfinite(tr).mean(0) >= 0.5) & (np.nanstd(tr, 0) > 0)
+    med = np.nanmedian(tr[:, keep], 0)
+    tr = np.where(np.isfinite(tr[:, keep]), tr[:, keep], med)
+    q = X[[idx[k] for k in query_keys]][:, keep]
+    q = np.where(np.isfinite(q), q, med)
+    mu, sd = tr.mean(0), tr.std(0) + 1e-12
+    return (tr - mu) / sd, (q - mu) / sd
+
+
+def run(run: Run) -> None:
+    torch.manual_seed(run.seed)
+    n_splits = run.param("dataset_splits", quick=2, full=5)
+    test_share = run.param("test_share", quick=0.2)
+    epochs = run.param("epochs", quick=30, full=40)
+    hidden = run.param("hidden", quick=64, full=128)
+    list_batch = run.param("list_batch", quick=64)
+    pair_batch = run.param("pair_batch", quick=256, full=512)
+    patience = run.param("patience", quick=10)
+    min_anchor = run.param("min_train_anchor", quick=None, full=256)
+    model_seeds = run.param("new_model_seeds", quick=1, full=2)
+    metrics = tuple(run.param("metrics", quick=["accuracy", "logloss"], full=list(METRICS)))
+    lens_kw = dict(
+        hidden=hidden, epochs=epochs, list_batch=list_batch, pair_batch=pair_batch, patience=patience
+    )
+
+    with run.timer("load_lcdb"):
+        train_all, eval_all, side, landmark, anchors = build_leaderboard(run.full, min_anchor or 0, metrics)
+    models = lcdb_models()
+    learners = sorted(models.index)
+    families = models["family"].to_dict()
+    run.metric("n_datasets", int(eval_all["openmlid"].nunique()))
+    run.metric("n_learners", len(learners))
+    run.metric("n_train_records", len(train_all))
+    run.metric("n_eval_records", len(eval_all))
+    run.metric("median_eval_anchor", float(anchors.median()))
+    ll = eval_all[eval_all["metric"] == "logloss"].groupby("model")["score"].median()
+    hard = ["SVC_linear", "sklearn.linear_model.Perceptron", "sklearn.linear_model.RidgeClassifier"]
+    run.metric("median_logloss_hard_label_learners", float(ll.reindex(hard).median()))
+    run.metric("median_logloss_probabilistic_learners", float(ll.drop(hard, errors="ignore").median()))
+
+    encode = minilm_text_encoder()
+    with run.timer("minilm_vectors"):
+        encode(list(dict.fromkeys(side["description"])) + list(models["card"]))
+    cand_text = [f"{m.split('.')[-1]}: {models.loc[m, 'card']}" for m in learners]
+
+    eval_z = add_z(eval_all)
+    ids = np.array(sorted(eval_all["openmlid"].unique()))
+    split_rng = np.random.default_rng(run.seed)
+    per_split: list[dict[str, dict[str, float]]] = []
+    by_metric: dict[str, list[pd.DataFrame]] = {}
+    strata: dict[str, list] = {"pointwise": [], "knn": []}
+    rows = []
+    for split in range(n_splits):
+        test_ids = set(split_rng.choice(ids, int(round(test_share * len(ids))), replace=False))
+        train_rec = train_all[~train_all["openmlid"].isin(test_ids)]
+        train_z = add_z(train_rec)
+        test = eval_z[eval_z["openmlid"].isin(test_ids)]
+        groups = []
+        for (dkey, metric), g in test.groupby(["dataset", "metric"]):
+            if len(g) >= 2:
+                groups.append(
+                    {"dataset": dkey, "metric": metric, "models": list(g["model"]), "true": g["z"].to_numpy()}
+                )
+        train_keys = sorted(train_rec["dataset"].unique())
+        test_keys = sorted({g["dataset"] for g in groups})
+        fitted = {}
+        for name, loss in [("modellens", "ensemble"), ("pointwise", "pointwise")]:
+            with run.timer(f"fit_{name}", clock="cpu"):
+                fitted[name] = ModelLens(loss=loss, random_state=run.seed + split, **lens_kw).fit(
+                    train_rec, side, models
+                )
+            run.metric(f"epochs_{name}_split{split}", fitted[name].n_epochs_)
+        # every method scores all learners for every (test data set, metric); groups pick their candidates
+        full_scores = {}
+        for name, lens in fitted.items():
+            for metric in metrics:
+                full_scores[(name, metric)] = pd.DataFrame(
+                    lens.score_matrix(side.loc[test_keys], learners, metric),
+                    index=test_keys,
+                    columns=learners,
+                )
+        train_meta, test_meta = standardised_meta(side, train_keys, test_keys)
+        for metric in metrics:
+            full_scores[("knn", metric)] = pd.DataFrame(
+                meta_knn_scores(train_z, train_meta, train_keys, test_meta, metric, learners, k=10),
+                index=test_keys,
+                columns=learners,
+            )
+            full_scores[("popularity", metric)] = pd.DataFrame(
+                np.tile(popularity_scores(train_z, metric, learners), (len(test_keys), 1)),
+                index=test_keys,
+                columns=learners,
+            )
+        text = pd.DataFrame(
+            text_only_scores(encode, list(side.loc[test_keys, "description"]), cand_text),
+            index=test_keys,
+            columns=learners,
+        )
+        lm = landmark.assign(
+            s=np.where(landmark["metric"].isin(LOWER_IS_BETTER), -landmark["score"], landmark["score"])
+        ).pivot_table(index=["openmlid", "metric"], columns="learner", values="s")
+        scores = {k: [] for k in ["modellens", "pointwise", "popularity", "knn", "text", "landmark"]}
+        for g in groups:
+            for name in ["modellens", "pointwise", "popularity", "knn"]:
+                scores[name].append(
+                    full_scores[(name, g["metric"])].loc[g["dataset"], g["models"]].to_numpy()
+                )
+            scores["text"].append(text.loc[g["dataset"], g["models"]].to_numpy())
+            oid = int(g["dataset"].split("@")[0])
+            row = lm.loc[(oid, g["metric"])] if (oid, g["metric"]) in lm.index else pd.Series(dtype=float)
+            v = row.reindex(g["models"]).to_numpy(float)
+            scores["landmark"].append(
+                np.where(np.isfinite(v), v, np.nanmin(v) - 1 if np.isfinite(v).any() else 0)
+            )
+        for metric in metrics:  # per-group NDCG@3 differences for the paired bootstrap
+            sel = [i for i, g in enumerate(groups) if g["metric"] == metric]
+            ndcg = {
+                name: np.array([ndcg_at_k(groups[i]["true"], scores[name][i], 3) for i in sel])
+                for name in ["modellens", "pointwise", "knn"]
+            }
+            for base in ["pointwise", "knn"]:
+                strata[base].append((split, metric, ndcg["modellens"] - ndcg[base]))
+        res = evaluate(groups, scores, by_metric)
+        per_split.append(res)
+        for name, vals in res.items():
+            rows.append({"split": f"new-dataset {split}", "method": METHOD_NAMES[name], **vals})
+
+    def mean_of(method: str, key: str) -> float:
+        return float(np.mean([r[method][key] for r in per_split]))
+
+    for name in ["modellens", "pointwise", "popularity", "knn", "text", "landmark"]:
+        for key in ["ndcg@3", "tau_w", "hit@1", "regret@1"]:
+            run.metric(f"{key.replace('@', '')}_{name}", mean_of(name, key))
+    ml = mean_of("modellens", "ndcg@3")
+    run.metric("ndcg3_headroom_popularity", 1.0 - mean_of("popularity", "ndcg@3"))
+    for (
+        metric
+    ) in metrics:  # where metric-awareness could matter: per-metric NDCG@3 of ModelLens and popularity
+        for name in ["modellens", "popularity", "knn"]:
+            vals = [frame.loc[metric, "ndcg@3"] for frame in by_metric[name] if metric in frame.index]
+            run.metric(f"ndcg3_{name}_{metric}", float(np.mean(vals)))
+    split_gain = [r["modellens"]["ndcg@3"] - r["popularity"]["ndcg@3"] for r in per_split]
+    run.metric("ndcg3_gain_vs_popularity_best_split", float(np.max(split_gain)))
+    run.check("ndcg3_gain_vs_popularity", ml - mean_of("popularity", "ndcg@3"))
+    run.check("ndcg3_gain_vs_text_only", ml - mean_of("text", "ndcg@3"))
+    run.metric("ndcg3_gain_vs_pointwise_mean", ml - mean_of("pointwise", "ndcg@3"))
+    run.metric("ndcg3_gap_vs_meta_knn_mean", ml - mean_of("knn", "ndcg@3"))
+    ci = {base: bootstrap_ci(strata[base], run.rng) for base in ["pointwise", "knn"]}
+    for base, (lo, hi) in ci.items():
+        run.metric(f"ndcg3_vs_{base}_ci_low", lo)
+        run.metric(f"ndcg3_vs_{base}_ci_high", hi)
+    if run.full:  # quick's 2 splits x 2 metrics leave these intervals on either side of the threshold by seed
+        run.check("ndcg3_gain_vs_pointwise", list(ci["pointwise"]))
+        run.check("ndcg3_gap_vs_meta_knn", list(ci["knn"]))
+    run.metric("ndcg3_gap_vs_landmark", ml - mean_of("landmark", "ndcg@3"))
+    run.metric("tauw_gap_vs_landmark", mean_of("modellens", "tau_w") - mean_of("landmark", "tau_w"))
+
+    # (b) new models: the 4 held-out learners never appear in training; ranked among themselves everywhere
+    new = list(NEW_MODELS)
+    seen_rec = train_all[~train_all["model"].isin(new)]
+    gaps, tau_ml, tau_fm = [], [], []
+    for rep in range(model_seeds):
+        with run.timer("fit_new_model", clock="cpu"):
+            lens = ModelLens(loss="ensemble", random_state=run.seed + 100 + rep, **lens_kw).fit(
+                seen_rec, side, models
+            )
+        groups, s_ml, s_fm = [], [], []
+        keys = sorted(eval_z["dataset"].unique())
+        mats = {
+            m: pd.DataFrame(
+                lens.score_matrix(side.loc[keys], new, m, new_datasets=False), index=keys, columns=new
+            )
+            for m in metrics
+        }
+        for (dkey, metric), g in eval_z.groupby(["dataset", "metric"]):
+            gn = g[g["model"].isin(new)]
+            if len(gn) < 2:
+                continue
+            seen = g[~g["model"].isin(new)]
+            # family mean uses the seen learners' z on this group (known: the data set is in training)
+            higher = np.full(len(seen), metric not in LOWER_IS_BETTER)
+            zs = zscore_groups(seen["score"].to_numpy(), np.zeros(len(seen)), higher)
+            groups.append({"metric": metric, "true": gn["z"].to_numpy()})
+            s_ml.append(mats[metric].loc[dkey, list(gn["model"])].to_numpy())
+            s_fm.append(
+                family_mean_scores(pd.Series(zs, index=seen["model"].to_numpy()), families, list(gn["model"]))
+            )
+        res = evaluate(groups, {"modellens": s_ml, "family": s_fm})
+        tau_ml.append(res["modellens"]["tau_w"])
+        tau_fm.append(res["family"]["tau_w"])
+        gaps.append(tau_ml[-1] - tau_fm[-1])
+        for name in ["modellens", "family"]:
+            rows.append({"split": f"new-model {rep}", "method": METHOD_NAMES[name], **res[name]})
+    run.metric("tauw_new_model_modellens", float(np.mean(tau_ml)))
+    run.metric("tauw_new_model_family_mean", float(np.mean(tau_fm)))
+    run.check("tauw_gain_new_models_vs_family_mean", float(np.mean(gaps)))
+    run.table(
+        rows, name="ranking", caption="Mean over metrics of per-group NDCG@3, weighted tau, Hit@1, regret@1"
+    )
