@@ -4,5 +4,11 @@
 from .._lazy import attach
 
 # One line per public name: "Name": ".<paper package>". Each paper's engineer edits only their own lines.
-_EXPORTS: dict[str, str] = {}
+_EXPORTS: dict[str, str] = {
+    # multabench
+    "TargetAwareTextEncoder": ".multabench",
+    "CurationDecision": ".multabench",
+    "curation_rule": ".multabench",
+    "make_text_table": ".multabench",
+}
 __getattr__, __dir__, __all__ = attach(__name__, _EXPORTS)
