@@ -207,6 +207,7 @@ def fitted():
     return lens, rec, side, models
 
 
+@pytest.mark.slow  # shares a module fixture that fits for a few seconds
 def test_ranks_new_datasets_by_their_meta_features(fitted):
     """Cold start: 20 data sets never seen in training, each given only its meta-features. The true winner is
     tree_a where nonlinearity > 0 and linear_a where it is < 0 (popularity can only be right about half the time)."""
@@ -223,6 +224,7 @@ def test_ranks_new_datasets_by_their_meta_features(fitted):
     assert hits["accuracy"] >= 18 and hits["logloss"] >= 18, hits
 
 
+@pytest.mark.slow  # shares a module fixture that fits for a few seconds
 def test_metric_direction_is_learned_from_lower_is_better(fitted):
     """logloss is a loss: the model ranked first for it is the one with the LOWEST logloss."""
     lens, rec, side, _ = fitted
@@ -231,6 +233,7 @@ def test_metric_direction_is_learned_from_lower_is_better(fitted):
     assert np.array_equal(s_acc.argmax(1), s_ll.argmax(1))
 
 
+@pytest.mark.slow  # shares a module fixture that fits for a few seconds
 def test_a_new_model_is_scored_from_its_side_information(fitted):
     """A model absent from the records, given only its family, ranks with its family on every new data set."""
     lens, _, side, _ = fitted
@@ -245,6 +248,7 @@ def test_a_new_model_is_scored_from_its_side_information(fitted):
     assert agree >= 16
 
 
+@pytest.mark.slow  # shares a module fixture that fits for a few seconds
 def test_fit_is_deterministic_and_top_k(fitted):
     lens, rec, side, models = fitted
     train = rec[rec["dataset"].isin([f"d{i}" for i in range(40)])]
@@ -317,6 +321,7 @@ def test_fit_rejects_bad_parameters(param, value, match):
         ModelLens(**{**FAST, param: value}).fit(rec)
 
 
+@pytest.mark.slow  # shares a module fixture that fits for a few seconds
 def test_rank_rejects_bad_input(fitted):
     lens, _, side, _ = fitted
     query = side.loc["d41"].to_dict()
