@@ -74,5 +74,14 @@ _EXPORTS = {
     "equivalent_answers": ".rlvr_noisy",
     "parse_answer": ".rlvr_noisy",
     "clopper_pearson": ".rlvr_noisy",
+    # minsteer (h-lmA): one self-rewrite contrast as a steering direction, CAA / TwoSeq baselines
+    "contrastive_rewrite_direction": ".minsteer",
+    "contrastive_rewrite_directions": ".minsteer",
+    "caa_direction": ".minsteer",
+    "two_sequence_direction": ".minsteer",
+    "random_direction": ".minsteer",
+    "generate_steered": ".minsteer",
+    "steer": ".minsteer",
+    "RewriteContrast": ".minsteer",
 }
 __getattr__, __dir__, __all__ = attach(__name__, _EXPORTS)

@@ -1,0 +1,29 @@
+"""MinSteer: steering directions from one cached self-rewrite contrast (reconstructed; see :mod:`.minsteer`)."""
+
+from .minsteer import (
+    DEFAULT_FLIP,
+    DEFAULT_STYLE_INSTRUCTION,
+    RewriteContrast,
+    SteeredBatch,
+    caa_direction,
+    contrastive_rewrite_direction,
+    contrastive_rewrite_directions,
+    generate_steered,
+    random_direction,
+    steer,
+    two_sequence_direction,
+)
+
+__all__ = [
+    "DEFAULT_FLIP",
+    "DEFAULT_STYLE_INSTRUCTION",
+    "RewriteContrast",
+    "SteeredBatch",
+    "caa_direction",
+    "contrastive_rewrite_direction",
+    "contrastive_rewrite_directions",
+    "generate_steered",
+    "random_direction",
+    "steer",
+    "two_sequence_direction",
+]
