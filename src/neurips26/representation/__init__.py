@@ -25,5 +25,15 @@ _EXPORTS = {
     "synthetic_gallery": ".bip_gapgen",
     "minilm_name_gallery": ".bip_gapgen",
     "uniform_sphere": ".bip_gapgen",
+    "MPOAdapter": ".nota_cil",
+    "LoRAAdapter": ".nota_cil",
+    "AdaptedLinear": ".nota_cil",
+    "ClassIncrementalLearner": ".nota_cil",
+    "SimpleCIL": ".nota_cil",
+    "pretrain_denoising_autoencoder": ".nota_cil",
+    "run_stream": ".nota_cil",
+    "digits_stream": ".nota_cil",
+    "gaussian_class_data": ".nota_cil",
+    "gaussian_stream": ".nota_cil",
 }
 __getattr__, __dir__, __all__ = attach(__name__, _EXPORTS)
