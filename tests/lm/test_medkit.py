@@ -1,0 +1,189 @@
+"""Tests for MedKIT: relation algebra, world invariants, probe families, integration strategies."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from neurips26.harness.testing import assert_quick_verdict
+from neurips26.lm.medkit import (
+    FAMILIES,
+    FT_STRATEGIES,
+    RELATIONS,
+    BM25Retriever,
+    ClinicalWorld,
+    Comparison,
+    IntegrationConfig,
+    ProbeClassifier,
+    compose,
+    evaluate_families,
+    flip,
+    integrate,
+    leaked_probes,
+    pretrain,
+    pretraining_items,
+    probe_set,
+    update_items,
+)
+
+SUP, INF, ND = RELATIONS
+
+
+def test_relation_algebra_table():
+    # written out by hand from the spec: swap flips strict relations; only equal strict relations compose
+    assert [flip(r) for r in RELATIONS] == [INF, SUP, ND]
+    expected = {(SUP, SUP): SUP, (INF, INF): INF}
+    for a, b in itertools.product(RELATIONS, RELATIONS):
+        assert compose(a, b) == expected.get((a, b))
+    with pytest.raises(ValueError, match="relation"):
+        flip("better")
+    with pytest.raises(ValueError, match="relation"):
+        compose(SUP, "better")
+
+
+def test_composition_agrees_with_a_latent_order():
+    # independent oracle: with a strict efficacy order, A > B and B > C imply A > C
+    eff = {"a": 3, "b": 2, "c": 1}
+    rel = lambda x, y: SUP if eff[x] > eff[y] else INF  # noqa: E731
+    for x, y, z in itertools.permutations("abc"):
+        c = compose(rel(x, y), rel(y, z))
+        if c is not None:
+            assert c == rel(x, z)
+
+
+@pytest.fixture(scope="module")
+def world():
+    return ClinicalWorld.generate(n_base=120, n_updates=40, conflict_share=0.3, reupdate_share=0.2, seed=3)
+
+
+def test_world_schema_and_chronology(world):
+    assert len(world.base) == 120
+    dates = [u.date for u in world.updates]
+    assert dates == sorted(dates)
+    n_events = round(40 * 1.2)
+    assert len(world.updates) == n_events
+    for u in world.updates:
+        assert u.closed_answer_m == flip(u.answer)
+        assert u.comparison.regimen in u.ground_truth and u.answer in u.ground_truth
+        assert len(u.closed_questions) == 3 and u.locality_answer in RELATIONS
+        if u.conflicting_edit and u.comparison in world.base and u is world.latest_updates()[0]:
+            assert u.answer != world.base[u.comparison]
+
+
+def test_latest_update_wins_and_swap_consistency(world):
+    kb = world.state()
+    last = {}
+    for u in world.updates:
+        last[u.comparison] = u.answer
+    assert any(sum(u.comparison == c for u in world.updates) > 1 for c in last)  # revisions exist
+    for c, r in last.items():
+        assert world.relation(c, kb) == r
+        assert world.relation(c.swapped(), kb) == flip(r)
+    # the state before the first revision still holds the earlier answer
+    first = world.updates[0]
+    assert world.relation(first.comparison, world.state(upto=first.date)) == first.answer
+    # conflicting updates really overturn the base fact; revisions never return to it
+    for u in world.updates:
+        if u.comparison in world.base and u.conflicting_edit:
+            assert u.answer != world.base[u.comparison]
+
+
+def test_probe_families_and_labels(world):
+    probes = probe_set(world, seed=0)
+    assert set(FAMILIES) <= set(probes) and all(probes[f] for f in FAMILIES)
+    kb = world.state()
+    for e in probes["relational"]:
+        assert RELATIONS[e.label] == flip(world.relation(e.comparison, kb))
+    for e in probes["lexical"]:
+        assert e.template.startswith("test-")
+    # compositional labels: recomputed from the two hops named in the text
+    for e in probes["compositional"]:
+        middle = e.text.split()[1]
+        ab = world.relation(Comparison(e.comparison.regimen, middle, *e.comparison.cluster), kb)
+        bc = world.relation(Comparison(middle, e.comparison.comparator, *e.comparison.cluster), kb)
+        assert ab == bc and ab != ND and RELATIONS[e.label] == ab
+    touched = {c.pair for c in world.updated_keys()}
+    assert all(e.comparison.pair not in touched for e in probes["locality"])
+
+
+def test_no_test_probe_leaks_into_training_streams(world):
+    probes = probe_set(world, seed=0)
+    rng = np.random.default_rng(0)
+    pre = pretraining_items(world, rng)
+    assert leaked_probes(pre, probes) == 0
+    for s in FT_STRATEGIES:
+        stream = update_items(world, s, rng, replay=pre)
+        assert leaked_probes(stream, probes) == 0
+        updated = {c.pair for c in world.updated_keys()}
+        assert not any(e.template.startswith("test-") for e in stream if e.comparison.pair in updated)
+    # and the check does catch a leak
+    assert leaked_probes(probes["lexical"][:3], probes) == 3
+
+
+def test_bm25_retrieves_the_update(world):
+    pytest.importorskip("rank_bm25")
+    r = BM25Retriever(world)
+    ups = world.latest_updates()
+    hits = sum(
+        u.comparison.regimen in r(u.closed_questions[0])
+        and u.comparison.comparator in r(u.closed_questions[0])
+        for u in ups
+    )
+    assert hits / len(ups) >= 0.9
+
+
+def test_bad_input():
+    with pytest.raises(ValueError, match="n_base"):
+        ClinicalWorld.generate(n_base=2)
+    with pytest.raises(ValueError, match="conflict_share"):
+        ClinicalWorld.generate(conflict_share=1.5)
+    with pytest.raises(ValueError, match="drugs_per_cluster"):
+        ClinicalWorld.generate(drugs_per_cluster=2)
+    w = ClinicalWorld.generate(n_base=20, n_updates=4, seed=0)
+    c = w.base_facts()[0]
+    with pytest.raises(ValueError, match="family"):
+        w.render("poetry", c, w.state())
+    with pytest.raises(ValueError, match="middle"):
+        w.render("compositional", c, w.state())
+    with pytest.raises(ValueError, match="pretrain_epochs"):
+        IntegrationConfig(pretrain_epochs=0)
+    with pytest.raises(ValueError, match="context_share"):
+        IntegrationConfig(context_share=1.0)
+    with pytest.raises(ValueError, match="d_model"):
+        ProbeClassifier(10, d_model=0)
+    with pytest.raises(ValueError, match="strategy"):
+        update_items(w, "rome", np.random.default_rng(0))
+
+
+@settings(max_examples=5, deadline=None)
+@given(st.integers(0, 10_000))
+def test_world_invariants_property(seed):
+    w = ClinicalWorld.generate(n_base=30, n_updates=10, seed=seed)
+    kb = w.state()
+    assert all(w.relation(c.swapped(), kb) == flip(r) for c, r in kb.items())
+    assert all(u.closed_answer_m == flip(u.answer) for u in w.updates)
+
+
+@pytest.mark.slow
+def test_integration_fits_updates_and_keeps_shapes():
+    w = ClinicalWorld.generate(n_base=30, n_updates=8, seed=1)
+    cfg = IntegrationConfig(pretrain_epochs=3, ft_epochs=100)
+    model, enc, items = pretrain(w, cfg)
+    probes = probe_set(w, seed=1)
+    edited = integrate(model, enc, w, "ft_q1", cfg)
+    acc = evaluate_families(edited, enc, probes)
+    assert acc["original"] == 1.0  # edit success: training stops only once every update is fitted
+    assert set(acc) >= set(FAMILIES)
+    with pytest.raises(ValueError, match="strategy"):
+        integrate(model, enc, w, "none", cfg)
+    with pytest.raises(ValueError, match="order"):
+        integrate(model, enc, w, "ft_q1", cfg, order="random")
+
+
+@pytest.mark.experiment
+def test_quick_reproduction(tmp_path):
+    assert_quick_verdict("medkit", tmp_path)
