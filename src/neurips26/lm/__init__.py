@@ -74,6 +74,10 @@ _EXPORTS = {
     "equivalent_answers": ".rlvr_noisy",
     "parse_answer": ".rlvr_noisy",
     "clopper_pearson": ".rlvr_noisy",
+    # medkit (h-lmB): clinical knowledge-update benchmark world and integration strategies
+    "ClinicalWorld": ".medkit",
+    "IntegrationConfig": ".medkit",
+    "evaluate_families": ".medkit",
     # minsteer (h-lmA): one self-rewrite contrast as a steering direction, CAA / TwoSeq baselines
     "contrastive_rewrite_direction": ".minsteer",
     "contrastive_rewrite_directions": ".minsteer",
