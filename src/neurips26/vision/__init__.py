@@ -3,5 +3,15 @@
 
 from .._lazy import attach
 
-_EXPORTS: dict[str, str] = {}
+_EXPORTS = {
+    "LookWhen": ".lookwhen",
+    "LookWhenClassifier": ".lookwhen",
+    "make_moving_shapes": ".lookwhen",
+    "token_uniqueness": ".lookwhen",
+    "frame_normalise": ".lookwhen",
+    "random_selection": ".lookwhen",
+    "uniform_temporal_selection": ".lookwhen",
+    "frame_difference_selection": ".lookwhen",
+    "selection_overlap": ".lookwhen",
+}
 __getattr__, __dir__, __all__ = attach(__name__, _EXPORTS)

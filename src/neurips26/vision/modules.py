@@ -126,18 +126,20 @@ def sinusoidal_embedding(x: Tensor, dim: int, max_period: float = 10_000.0) -> T
 def grid_position_embedding(grid: Sequence[int], dim: int) -> Tensor:
     """Fixed sin-cos positions for a token grid, shape ``(prod(grid), dim)``, rows in C (row-major) order.
 
-    Each axis gets ``dim / len(grid)`` channels of :func:`sinusoidal_embedding` of its integer coordinate
-    (max period 100, fine enough for grids up to a few hundred cells), concatenated. ``dim`` must be divisible
-    by ``2 * len(grid)``.
+    Each axis gets an even share of the ``dim`` channels (``2 floor(dim / (2 len(grid)))``, the first axis
+    also takes what is left) holding :func:`sinusoidal_embedding` of its integer coordinate (max period 100,
+    fine enough for grids up to a few hundred cells), concatenated. ``dim`` must be even and at least
+    ``2 * len(grid)``.
     """
     grid = tuple(check_positive_int(g, "grid") for g in grid)
     if not grid:
         raise ValueError("grid must name at least one axis")
-    if dim % (2 * len(grid)):
-        raise ValueError(f"dim must be divisible by 2 * len(grid) = {2 * len(grid)}, got {dim}")
-    per_axis = dim // len(grid)
+    if dim % 2 or dim < 2 * len(grid):
+        raise ValueError(f"dim must be even and >= 2 * len(grid) = {2 * len(grid)}, got {dim}")
+    share = 2 * (dim // (2 * len(grid)))
+    widths = [dim - share * (len(grid) - 1)] + [share] * (len(grid) - 1)
     coords = torch.meshgrid(*[torch.arange(g, dtype=torch.float32) for g in grid], indexing="ij")
-    parts = [sinusoidal_embedding(c.reshape(-1), per_axis, max_period=100.0) for c in coords]
+    parts = [sinusoidal_embedding(c.reshape(-1), w, max_period=100.0) for c, w in zip(coords, widths)]
     return torch.cat(parts, dim=-1)
 
 
