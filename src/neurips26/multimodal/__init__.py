@@ -10,5 +10,14 @@ _EXPORTS: dict[str, str] = {
     "CurationDecision": ".multabench",
     "curation_rule": ".multabench",
     "make_text_table": ".multabench",
+    # medvtok
+    "MedVTokenizer": ".medvtok",
+    "VectorQuantizer": ".medvtok",
+    "CausalSliceConv": ".medvtok",
+    "MultiExpertAlignment": ".medvtok",
+    "slice_differential_loss": ".medvtok",
+    "inter_slice_difference_error": ".medvtok",
+    "train_tokenizer": ".medvtok",
+    "codebook_usage": ".medvtok",
 }
 __getattr__, __dir__, __all__ = attach(__name__, _EXPORTS)
