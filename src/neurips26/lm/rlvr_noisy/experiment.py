@@ -32,7 +32,7 @@ from .toy import (
 
 def _part1(run: Run) -> None:
     n = run.param("p1_items", quick=300, full=2000)
-    n_mv = run.param("p1_math_verify_alone_items", quick=60, full=2000)
+    n_mv = run.param("p1_math_verify_alone_items", quick=60, full=500)
     items = noisy_math_items(n, planted_share=0.2, seed=run.seed)
     verdicts = [reverify(it.problem, it.annotation, it.answer_set).verdict for it in items]
     truth = np.array([it.planted_correct for it in items])
@@ -90,8 +90,8 @@ def run(run: Run) -> None:
 
     n_seeds = run.param("p2_seeds", quick=1, full=3)
     sft_steps = run.param("sft_steps", quick=300)
-    steps = run.param("rl_steps", quick=40, full=100)
-    batch = run.param("rl_batch_prompts", quick=12, full=16)
+    steps = run.param("rl_steps", quick=40, full=60)
+    batch = run.param("rl_batch_prompts", quick=12)
     group = run.param("group_size", quick=8)
     lr = run.param("rl_lr", quick=3e-4)
     n_eval = run.param("eval_problems", quick=300)
@@ -114,7 +114,9 @@ def run(run: Run) -> None:
         base = sft_policy(task, steps=sft_steps, seed=seed, d_model=64, batch_size=32)
         base_acc = greedy_accuracy(base, task, task.eval_problems)
         extra["base"].append(base_acc)
-        pools = LabelPools.build(base, task, n_samples=run.pick(4, 8), seed=seed)
+        pools = LabelPools.build(
+            base, task, n_samples=run.param(f"label_samples_seed{seed}", quick=4, full=8), seed=seed
+        )
         rng = np.random.default_rng(seed)
         n = len(pools.problems)
         have_secret = [i for i in range(n) if pools.secret[i] is not None]
@@ -172,7 +174,7 @@ def run(run: Run) -> None:
             arms.append(("PGFC (true rates) @50%", pools.problems, half, pg_cfg, pgfc_reward(0.5, rho_fp)))
         for name, probs, labels, cfg, reward in arms:
             acc, hist, curve = run_arm(
-                base, task, probs, labels, cfg, steps, batch, seed, reward=reward, eval_every=run.pick(0, 25)
+                base, task, probs, labels, cfg, steps, batch, seed, reward=reward, eval_every=0
             )
             results.setdefault(name, []).append(acc)
             curves.setdefault(name, []).append(curve)
