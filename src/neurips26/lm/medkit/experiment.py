@@ -43,8 +43,8 @@ def _invariants(world: ClinicalWorld) -> tuple[int, int]:
 
 
 def run(run: Run) -> None:
-    n_base = run.param("n_base_facts", quick=80, full=400)
-    n_updates = run.param("n_updates", quick=30, full=120)
+    n_base = run.param("n_base_facts", quick=80, full=240)
+    n_updates = run.param("n_updates", quick=30, full=72)
     n_seeds = run.param("seeds", quick=1, full=3)
     epochs = run.param("pretrain_epochs", quick=25, full=20)
     orders = run.param("orders", quick=["batch"], full=["batch", "sequential"])
