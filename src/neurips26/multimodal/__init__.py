@@ -19,5 +19,14 @@ _EXPORTS: dict[str, str] = {
     "inter_slice_difference_error": ".medvtok",
     "train_tokenizer": ".medvtok",
     "codebook_usage": ".medvtok",
+    # obsalign
+    "ObsAlign": ".obsalign",
+    "Source": ".obsalign",
+    "SourceSketch": ".obsalign",
+    "Observability": ".obsalign",
+    "compute_sketch": ".obsalign",
+    "observability": ".obsalign",
+    "make_planted_sources": ".obsalign",
+    "make_bundled_sources": ".obsalign",
 }
 __getattr__, __dir__, __all__ = attach(__name__, _EXPORTS)
