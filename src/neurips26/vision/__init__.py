@@ -13,5 +13,15 @@ _EXPORTS = {
     "uniform_temporal_selection": ".lookwhen",
     "frame_difference_selection": ".lookwhen",
     "selection_overlap": ".lookwhen",
+    "FlowSR": ".smfsr",
+    "IntervalVelocityNet": ".smfsr",
+    "splitmeanflow_loss": ".smfsr",
+    "train_flow_matching": ".smfsr",
+    "train_splitmeanflow": ".smfsr",
+    "train_gan_refinement": ".smfsr",
+    "train_regression": ".smfsr",
+    "euler_sample": ".smfsr",
+    "degrade": ".smfsr",
+    "frechet_distance": ".smfsr",
 }
 __getattr__, __dir__, __all__ = attach(__name__, _EXPORTS)
