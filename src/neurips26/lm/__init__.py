@@ -87,5 +87,9 @@ _EXPORTS = {
     "generate_steered": ".minsteer",
     "steer": ".minsteer",
     "RewriteContrast": ".minsteer",
+    # pearl (h-lmA): prefix-expanded adversarial GRPO, modular-arithmetic model organisms
+    "PEARLConfig": ".pearl",
+    "PEARLTrainer": ".pearl",
+    "ModArithWorld": ".pearl",
 }
 __getattr__, __dir__, __all__ = attach(__name__, _EXPORTS)
