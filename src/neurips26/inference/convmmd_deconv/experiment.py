@@ -98,14 +98,15 @@ def _ring_seed(seed: int, steps: int, m: int, draws: int) -> dict:
     xd = ExtremeDeconvolution(GMM_CONFIG["n_components"], random_state=seed).fit(X, noise_sd=sd)
     rng = np.random.default_rng(seed + 3)
     out = {"seed": seed, "est": est, "data": (Z, X, sd), "ratio": [], "ratio_xd": [], "ratio_floor": []}
-    for _ in range(draws):
+    for k in range(draws):
         truth = ring(m, rng)  # a fresh truth sample: no draws shared with the data or the model
         rows = rng.choice(N_RING, m, replace=m > N_RING)
         w1_noisy = w1_2d(X[rows], truth)
         s = int(rng.integers(2**31 - 1))
         out["ratio"].append(w1_2d(est.sample(m, s), truth) / w1_noisy)
-        out["ratio_xd"].append(w1_2d(xd.sample(m, s), truth) / w1_noisy)
-        out["ratio_floor"].append(w1_2d(ring(m, rng), truth) / w1_noisy)
+        if k == 0:  # the references (reported, not gated) once per data seed: each exact W1 costs
+            out["ratio_xd"].append(w1_2d(xd.sample(m, s), truth) / w1_noisy)
+            out["ratio_floor"].append(w1_2d(ring(m, rng), truth) / w1_noisy)
     return out
 
 
