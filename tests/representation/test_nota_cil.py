@@ -276,6 +276,8 @@ def test_bad_input():
         learner.fit_task(X, y[:3])
     with pytest.raises(ValueError, match="2-D"):
         learner.predict(np.zeros(8))
+    with pytest.warns(UserWarning, match="one class"):
+        learner.fit_task(X[:3], np.array([7, 7, 7]))
     with pytest.raises(ValueError, match="classes_per_task"):
         split_tasks(X, y, [0, 1], 0, 0.3, 0)
     with pytest.raises(ValueError, match="do not split"):

@@ -10,6 +10,7 @@ classifier over every class seen so far (no task identity).
 from __future__ import annotations
 
 import copy
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -197,6 +198,12 @@ class ClassIncrementalLearner:
             raise ValueError(f"y holds classes already learned in an earlier task: {seen}")
         if len(new) < 1:
             raise ValueError("a task needs at least one class")
+        if len(new) == 1:
+            warnings.warn(
+                "a task with one class gives cross-entropy masked to the task's classes no signal: its adapter and "
+                "classifier block stay at initialisation (use tasks of two or more classes, or SimpleCIL)",
+                stacklevel=2,
+            )
         torch.manual_seed(self.seed * 7919 + len(self.task_classes))
         with torch.no_grad():
             d = self.model(torch.from_numpy(X[:1])).shape[1]
