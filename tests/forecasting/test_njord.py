@@ -116,7 +116,15 @@ def test_crossing_rule_and_coverage_brute_force():
     assert coverage_distance(mask, nodes) == pytest.approx(brute)
     # a mesh across the wall connects through the strait only
     mesh = regular_mesh(mask, 16, 3)
-    assert mesh.land_crossing_edges() == 0 and mesh.n_components() == 1
+    assert mesh.land_crossing_edges() == 0 and mesh.n_components() == 1 and mesh.n_components("1") == 1
+    # a one-cell strait that no straight sea-only level-1 edge passes: joined through level 2 only
+    narrow = np.ones((9, 9), bool)
+    narrow[:, 4] = False
+    narrow[0, 4] = True
+    mesh = regular_mesh(narrow, 16, 3)
+    assert mesh.land_crossing_edges() == 0 and mesh.n_components("1") == 2 and mesh.n_components() == 1
+    with pytest.raises(ValueError, match="level"):
+        mesh.n_components("2")
 
 
 def test_regular_nodes_and_kmeans_follow_the_sea():

@@ -83,6 +83,7 @@ def one_seed(seed: int, p: dict) -> dict:
         "land_nodes": sum(m.nodes_on_land() for m in meshes.values()),
         "land_edges": sum(m.land_crossing_edges() for m in meshes.values()),
         "components": max(m.n_components() for m in meshes.values()),
+        "components_level1": max(m.n_components("1") for m in meshes.values()),
         "edges_regular": int(meshes["regular"].m1_edges.shape[1]),
         "edges_kmeans": int(meshes["kmeans"].m1_edges.shape[1]),
     }
@@ -201,6 +202,9 @@ def run(run: Run) -> None:
         run.metric(f"rmse5_{name}", mean(name, "rmse", -1))
         run.metric(f"crps5_{name}", mean(name, "crps", -1))
     run.metric("ssr1_njord", mean("njord", "ssr", 0))
+    run.metric("components_level1_max", float(max(r["components_level1"] for r in R)))
+    run.metric("cost_ratio_min", float(min(r["cost_ratio"] for r in R)))
+    run.metric("cost_ratio_max", float(max(r["cost_ratio"] for r in R)))
     run.metric("ssr5_njord", mean("njord", "ssr", -1))
 
     run.check("mesh_coverage_ratio", [r["coverage_kmeans"] / r["coverage_regular"] for r in R])

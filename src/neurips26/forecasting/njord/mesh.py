@@ -163,10 +163,19 @@ class SeaMesh:
             n += sum(crosses_land(self.mask, pts[a], pts[b]) for a, b in e.T)
         return n
 
-    def n_components(self) -> int:
-        """Connected components of the level-1 graph."""
-        n = len(self.nodes)
-        a = coo_matrix((np.ones(self.m1_edges.shape[1]), self.m1_edges), shape=(n, n))
+    def n_components(self, level: str = "hierarchy") -> int:
+        """Connected components of the level-1 graph (``level="1"``) or of the whole mesh (``"hierarchy"``:
+        level 1, level 2 and the up/down edges; a basin that no sea-only level-1 edge reaches, e.g. across a
+        one-cell strait, is joined through level 2, as the digest allows)."""
+        if level not in ("1", "hierarchy"):
+            raise ValueError(f"level must be '1' or 'hierarchy', got {level!r}")
+        n1, n2 = len(self.nodes), len(self.nodes2)
+        e = [self.m1_edges]
+        if level == "hierarchy":
+            e += [self.m2_edges + n1, self.up_edges + np.array([[0], [n1]])]
+        e = np.concatenate(e, axis=1)
+        n = n1 + (n2 if level == "hierarchy" else 0)
+        a = coo_matrix((np.ones(e.shape[1]), e), shape=(n, n))
         return int(connected_components(a, directed=False)[0])
 
     def coverage(self) -> float:
