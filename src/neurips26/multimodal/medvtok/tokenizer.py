@@ -303,8 +303,10 @@ def train_tokenizer(
     ``volumes``) is the target of the slice-differential term when given (noise-free phantoms), so the decoder is
     not taught to reproduce noise differences."""
     v = as_volume(volumes, "volumes", tokenizer.in_channels)
-    if v.shape[2] < 2:
-        raise ValueError(f"volumes must have at least 2 slices, got shape {tuple(v.shape)}")
+    if v.shape[2] < 2 and sdr_weight:
+        raise ValueError(
+            f"volumes must have at least 2 slices for the slice-differential term, got {tuple(v.shape)}"
+        )
     clean = v if clean_volumes is None else as_volume(clean_volumes, "clean_volumes")
     if clean.shape != v.shape:
         raise ValueError(f"clean_volumes must match volumes {tuple(v.shape)}, got {tuple(clean.shape)}")
