@@ -114,7 +114,8 @@ def _delaunay_edges(nodes: np.ndarray) -> np.ndarray:
 
 def _sea_edges(mask, nodes) -> np.ndarray:
     """Delaunay edges that stay over sea; if dropping the land-crossing ones disconnected the graph, the
-    shortest sea-only edges between components are added back (Kruskal over all node pairs)."""
+    shortest sea-only edges between components are added back (Kruskal over all node pairs). Components that
+    no straight sea-only edge can join stay apart; the mesh's ``n_components()`` reports it."""
     und = [tuple(e) for e in _delaunay_edges(nodes) if not crosses_land(mask, nodes[e[0]], nodes[e[1]])]
     n = len(nodes)
     parent = list(range(n))
