@@ -180,7 +180,9 @@ def test_grf_walk_deposits_are_accumulated_not_stored():
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     deposits = n * 1000 * 0.6 * len(g.modulation_)  # walks x surviving steps, lower bound (p_halt = 0.01)
-    assert deposits * 24 > 4 * peak  # storing triplets (int64, int64, float64) would need 4x the measured peak
+    assert (
+        deposits * 24 > 4 * peak
+    )  # storing triplets (int64, int64, float64) would need 4x the measured peak
     assert peak < 20e6
     assert g.features_.nnz <= n * n
 
