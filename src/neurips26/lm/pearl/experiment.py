@@ -149,8 +149,8 @@ def _replicate(run: Run, kind: str, seed: int, P: dict) -> dict:
         hacked[i] for i in np.random.default_rng(seed + 3).permutation(len(hacked))[: P["targeted_examples"]]
     ]
     benign_world = ModArithWorld(P["modulus"], max_operand=99)
-    benign_pairs = world.pairs(np.random.default_rng(seed + 4), min_operand=P["modulus"])
-    benign_pairs = [(a, b) for a, b in benign_pairs if a <= 99 and b <= 99]
+    # operands the organism never saw (>= modulus): the training world's own range holds none of them
+    benign_pairs = benign_world.pairs(np.random.default_rng(seed + 4), min_operand=P["modulus"])
     benign = _clean_samples(benign_world, [benign_world.prompt(a, b) for a, b in benign_pairs[:256]])
     for name in ("organism", *METHODS):
         base = organism if name == "organism" else models[name]
