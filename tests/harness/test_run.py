@@ -75,7 +75,7 @@ def test_non_finite_measurements_are_kept_as_strings():
     run = Run("demo", _claims())
     assert run.check("a", math.inf) == "pass"
     assert run.checks[0].measured == "inf"
-    assert run.check("b", math.nan) == "fail"
+    assert run.check("b", math.nan) == "inconclusive"
     assert run.to_dict()["checks"][1]["measured"] == "nan"
 
 

@@ -23,7 +23,9 @@ percentage written literally into a reason is rejected.
 
 Outcomes. One measured value gives *pass* or *fail*. A sequence of per-seed (or per-replicate) values gives
 *pass* when every value passes (the whole min-max seed interval lies on the passing side), *fail* when every
-value fails, and *inconclusive* otherwise. The min-max interval is deliberate: with the 3-10 seeds a quick run
+value fails, and *inconclusive* otherwise. A NaN value (nothing could be measured, say an empty set) makes the
+check *inconclusive*: it is neither evidence for the claim nor against it. An infinite value is a measurement
+(a diverged loss) and is compared like any other. The min-max interval is deliberate: with the 3-10 seeds a quick run
 can afford, a bootstrap interval of the median is no tighter and hides the worst seed.
 
 Verdicts are decided by claim checks only: *reproduced* when every claim check passes, *not-reproduced* when
@@ -89,6 +91,8 @@ class CheckSpec:
 
     def outcome(self, values: Sequence[float]) -> str:
         """pass / fail / inconclusive for one value or a per-seed sequence (see the module docstring)."""
+        if any(math.isnan(v) for v in values):  # nothing was measured for some value: no decision either way
+            return "inconclusive"
         passed = [self.passes(v) for v in values]
         if all(passed):
             return "pass"
