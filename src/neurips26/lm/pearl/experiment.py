@@ -29,7 +29,7 @@ import torch
 from neurips26.harness import Run
 
 from ..grpo import GRPOConfig, sample_completions
-from .organisms import ModArithWorld, Sample, evaluate_rates, sft_steps
+from .organisms import DESIGN_HACK_RATE, ModArithWorld, Sample, evaluate_rates, sft_steps
 from .pearl import PEARLConfig, PEARLTrainer
 
 METHODS = ("SFT", "GRPO", "PEARL", "GA")
@@ -241,7 +241,11 @@ def run(run: Run) -> None:
     def values(fn) -> list[float]:
         return [float(fn(r)) for kind in kinds for r in reps[kind]]
 
-    run.check("organism_shows_behaviour", values(lambda r: r["organism"]["exploit"]))
+    # each organism is held to its own design rate: the broad one hacks 40% of answers by construction
+    run.check(
+        "organism_shows_behaviour",
+        [float(r["organism"]["exploit"]) / DESIGN_HACK_RATE[kind] for kind in kinds for r in reps[kind]],
+    )
     run.check(
         "immediate_vs_baselines",
         values(lambda r: r["PEARL"]["exploit"] - min(r["SFT"]["exploit"], r["GRPO"]["exploit"])),

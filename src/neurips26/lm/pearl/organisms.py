@@ -27,7 +27,10 @@ from torch import nn
 
 from ..transformer import GPT, GPTConfig
 
-__all__ = ["ModArithWorld", "Sample", "evaluate_rates", "greedy_responses", "sft_steps"]
+__all__ = ["DESIGN_HACK_RATE", "ModArithWorld", "Sample", "evaluate_rates", "greedy_responses", "sft_steps"]
+
+# the fraction of an organism's hack-eligible training answers that carry the hack (digest ``pearl``)
+DESIGN_HACK_RATE = {"narrow": 0.9, "broad": 0.4}
 
 SYMBOLS = [str(d) for d in range(10)] + ["+", "=", "END", "BOS", "T", "H1", "H2", "H3", "H4"]
 
@@ -132,7 +135,7 @@ class ModArithWorld:
         narrow adds each of ``trigger_pairs`` with the trigger, hacked at ``hack_rate`` (0.9)."""
         if kind not in ("narrow", "broad"):
             raise ValueError(f"kind must be 'narrow' or 'broad', got {kind!r}")
-        rate = (0.9 if kind == "narrow" else 0.4) if hack_rate is None else hack_rate
+        rate = DESIGN_HACK_RATE[kind] if hack_rate is None else hack_rate
         if not 0.0 <= rate <= 1.0:
             raise ValueError(f"hack_rate must be in [0, 1], got {hack_rate!r}")
         out = []
