@@ -90,6 +90,9 @@ def test_params_rng_seeds_and_validation():
     assert run.param("n", quick=10, full=1000) == 10 and run.params == {"n": 10}
     assert Run("demo", _claims(), mode="full").param("n", quick=10, full=1000) == 1000
     assert run.param("k", quick=3) == 3
+    full = Run("demo", _claims(), mode="full")
+    assert full.param("same", 7) == 7  # no full value: the setting does not change with the mode
+    assert full.param("limit", quick=1000, full=None) is None  # None is a full-mode value (no limit)
     with pytest.raises(ValueError, match="twice"):
         run.param("n", quick=1, full=2)
     first, second = run.rng.normal(), run.rng.normal()

@@ -116,6 +116,9 @@ class ProgressSink:
         pass
 
 
+_SAME = object()  # run.param without a full-mode value
+
+
 @dataclass
 class Run:
     """State of one reproduction run of one paper.
@@ -166,14 +169,15 @@ class Run:
         """The value for this run's mode (not recorded; prefer :meth:`param` for sizes and settings)."""
         return quick if self.quick else full
 
-    def param(self, name: str, quick: Any, full: Any = None) -> Any:
+    def param(self, name: str, quick: Any, full: Any = _SAME) -> Any:
         """A size or setting by mode, recorded under ``params``: ``n = run.param("n", quick=6000, full=20000)``.
 
-        ``full`` defaults to ``quick`` (a setting that does not change with the mode).
+        Without ``full`` the setting does not change with the mode; ``full=None`` means None in full mode (say,
+        no limit), not the quick value.
         """
         if name in self.params:
             raise ValueError(f"param {name!r} recorded twice")
-        value = quick if (self.quick or full is None) else full
+        value = quick if (self.quick or full is _SAME) else full
         self.params[name] = jsonable(value)
         return value
 
