@@ -124,6 +124,13 @@ def test_multi_expert_alignment_loss_with_masks():
     tgts = [tgt0, t["digits"][1], t["digits"][2], torch.cat([t["texture"][3], torch.zeros(1)])]
     ref_avg = torch.stack([1 - cos(p[i], tgts[i]) for i in range(4)]).mean()
     assert avg(f, t, m2).item() == pytest.approx(ref_avg.item(), rel=1e-5)
+    linear = MultiExpertAlignment(6, {"digits": 4}, hidden=None)
+    assert isinstance(linear.heads["digits"], torch.nn.Linear)
+    with torch.no_grad():
+        ref_lin = (1 - cos(linear.heads["digits"](f[:2]), t["digits"][:2])).mean()
+    assert linear(f, {"digits": t["digits"]}, {"digits": m["digits"]}).item() == pytest.approx(
+        ref_lin.item(), rel=1e-5
+    )
 
 
 def _smooth_volumes(n: int, seed: int) -> np.ndarray:
@@ -165,6 +172,8 @@ def test_bad_input_names_the_parameter():
         MultiExpertAlignment(4, {})
     with pytest.raises(ValueError, match="mode"):
         MultiExpertAlignment(4, {"a": 2}, mode="mean")
+    with pytest.raises(ValueError, match="hidden"):
+        MultiExpertAlignment(4, {"a": 2}, hidden=0)
     with pytest.raises(ValueError, match="targets and masks"):
         MultiExpertAlignment(4, {"a": 2})(torch.rand(2, 4), {"b": torch.rand(2, 2)}, {"b": torch.ones(2)})
     with pytest.raises(ValueError, match="volumes"):
@@ -190,3 +199,117 @@ def test_quick_reproduction(tmp_path):
     from neurips26.harness.testing import assert_quick_verdict
 
     assert_quick_verdict("medvtok", tmp_path)
+
+
+def test_textured_disks_labels_are_grating_orientations():
+    from neurips26.multimodal.medvtok import make_textured_disks
+
+    x, y = make_textured_disks(64, size=16, n_textures=4, noise=0.0, seed=1)
+    assert x.shape == (64, 1, 16, 16) and set(np.unique(y)) <= {0, 1, 2, 3}
+    assert x.min() >= -1 and x.max() <= 1 and np.all(x[:, 0, 0, 0] == -1.0)  # the corner is background
+    # independent oracle: the structure tensor of the disk's interior (the boundary left out) points along the
+    # grating's wave vector
+    from scipy.ndimage import binary_erosion
+
+    for img, label in zip(x[:, 0], y):
+        inner = binary_erosion(img > -1.0, iterations=2)
+        gy, gx = np.gradient(img)
+        J = np.array([[(gx * gx)[inner].sum(), (gx * gy)[inner].sum()], [0, (gy * gy)[inner].sum()]])
+        J[1, 0] = J[0, 1]
+        w, V = np.linalg.eigh(J)
+        angle = np.arctan2(V[1, -1], V[0, -1]) % np.pi
+        nearest = np.argmin([min(abs(angle - a), np.pi - abs(angle - a)) for a in np.pi * np.arange(4) / 4])
+        assert nearest == label
+    with pytest.raises(ValueError, match="n_textures"):
+        make_textured_disks(4, n_textures=1)
+
+
+def test_texture_features_peak_at_the_grating_orientation():
+    from neurips26.multimodal.medvtok import make_textured_disks, texture_features
+
+    x, y = make_textured_disks(48, size=16, noise=0.0, seed=2)
+    f = texture_features(x, orientations=4, frequencies=(0.15, 0.25))
+    n_hog = 9 * (16 // 8) ** 2
+    assert f.shape == (48, n_hog + 2 * 8) and f.dtype == np.float32
+    energy = f[:, n_hog : n_hog + 4] + f[:, n_hog + 4 : n_hog + 8]  # mean Gabor energy per orientation
+    assert (energy.argmax(1) == y).mean() >= 0.9
+    assert np.allclose(texture_features(x[:3]), f[:3], atol=1e-5)  # per image: independent of the batch
+    with pytest.raises(ValueError, match="frequencies"):
+        texture_features(x, frequencies=(0.7,))
+    with pytest.raises(ValueError, match="images must have 4"):
+        texture_features(x[:, 0])
+
+
+def test_cnn_expert_learns_its_label_and_is_frozen():
+    from neurips26.multimodal.medvtok import CNNExpert, fit_expert
+
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 2, 128)
+    x = rng.normal(0, 0.3, (128, 1, 8, 8)).astype(np.float32)
+    x[y == 1, :, :4] += 1.0  # a bright top half
+    expert = fit_expert(CNNExpert(2, widths=(8, 16)), x, y, epochs=15, seed=0)
+    assert (expert(torch.tensor(x)).argmax(1).numpy() == y).mean() > 0.95
+    assert not any(p.requires_grad for p in expert.parameters()) and not expert.training
+    feats = expert.features(x)
+    assert feats.shape == (128, 16)
+    assert np.allclose(expert.features(x[:5]), feats[:5], atol=1e-6)
+    vol = CNNExpert(3, widths=(4, 8), dims=3)
+    assert vol.features(np.zeros((2, 1, 4, 8, 8), np.float32)).shape == (2, 8)
+    with pytest.raises(ValueError, match="y must"):
+        fit_expert(CNNExpert(2, widths=(8,)), x, y + 5)
+    with pytest.raises(ValueError, match="x must have 4"):
+        expert(torch.rand(2, 1, 4, 8, 8))
+
+
+def test_alignment_targets_that_never_apply_leave_training_unchanged():
+    vols = _smooth_volumes(16, 0)
+    images = vols[:, :, 0]
+
+    def fit(**kw):
+        torch.manual_seed(0)
+        tok = MedVTokenizer(widths=(8, 16), n_codes=16, code_dim=4, n_codebooks=2)
+        return train_tokenizer(tok, vols, images=images, epochs=2, batch_size=8, seed=0, **kw)
+
+    plain = fit()
+    align = MultiExpertAlignment(8, {"a": 3, "b": 2})
+    masked = fit(
+        alignment=align,
+        volume_targets={"a": np.full((16, 3), np.nan)},
+        image_targets={"b": np.full((16, 2), np.nan)},
+    )
+    for p, q in zip(plain.parameters(), masked.parameters()):
+        assert torch.equal(p, q)  # every sample masked out: no alignment gradient reaches the tokenizer
+
+
+def test_alignment_training_lowers_the_alignment_loss():
+    vols = _smooth_volumes(48, 1)
+    rng = np.random.default_rng(0)
+    targets = rng.standard_normal((48, 4)).astype(np.float32)
+    targets[:, 0] = vols.mean(axis=(1, 2, 3, 4)) * 10  # a target the features can carry
+    torch.manual_seed(0)
+    tok = MedVTokenizer(widths=(8, 16), n_codes=16, code_dim=4, n_codebooks=2)
+    align = MultiExpertAlignment(tok.quant_dim, {"e": 4})
+    feats = lambda: tok.encode(torch.tensor(vols))[0].flatten(2).mean(-1)  # noqa: E731
+    m = {"e": torch.ones(48, dtype=torch.bool)}
+    with torch.no_grad():
+        before = align(feats(), {"e": torch.tensor(targets)}, m).item()
+    train_tokenizer(tok, vols, epochs=8, batch_size=16, alignment=align, volume_targets={"e": targets})
+    with torch.no_grad():
+        after = align(feats(), {"e": torch.tensor(targets)}, m).item()
+    assert after < before - 0.1
+
+
+def test_alignment_arguments_are_validated():
+    vols = _smooth_volumes(4, 0)
+    tok = _tokenizer()
+    align = MultiExpertAlignment(8, {"a": 3})
+    with pytest.raises(ValueError, match="need an alignment"):
+        train_tokenizer(tok, vols, volume_targets={"a": np.zeros((4, 3))})
+    with pytest.raises(ValueError, match="does not know"):
+        train_tokenizer(tok, vols, alignment=align, volume_targets={"z": np.zeros((4, 3))})
+    with pytest.raises(ValueError, match="must have shape"):
+        train_tokenizer(tok, vols, alignment=align, volume_targets={"a": np.zeros((3, 3))})
+    with pytest.raises(ValueError, match="without images"):
+        train_tokenizer(tok, vols, alignment=align, image_targets={"a": np.zeros((4, 3))})
+    with pytest.raises(ValueError, match="align_weight"):
+        train_tokenizer(tok, vols, alignment=align, align_weight=-1.0)

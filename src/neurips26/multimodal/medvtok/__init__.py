@@ -4,6 +4,8 @@ See :mod:`.tokenizer` for the design: per-slice encoder with causal slice convol
 quantisation, slice-differential regularisation and multi-expert representation alignment.
 """
 
+from .experts import CNNExpert, fit_expert, texture_features
+from .phantoms import make_phantoms, make_textured_disks
 from .tokenizer import (
     CausalSliceConv,
     MedVTokenizer,
@@ -16,12 +18,17 @@ from .tokenizer import (
 )
 
 __all__ = [
+    "CNNExpert",
     "CausalSliceConv",
     "MedVTokenizer",
     "MultiExpertAlignment",
     "VectorQuantizer",
     "codebook_usage",
+    "fit_expert",
     "inter_slice_difference_error",
+    "make_phantoms",
+    "make_textured_disks",
     "slice_differential_loss",
+    "texture_features",
     "train_tokenizer",
 ]

@@ -228,7 +228,8 @@ def inter_slice_difference_error(x_hat: Any, x: Any) -> float:
 class MultiExpertAlignment(nn.Module):
     """Per-expert projection heads on pooled tokenizer features, with per-sample expert masks [R].
 
-    ``expert_dims`` maps expert names to their feature widths; ``weights`` (default 1) to ``w_e``.
+    ``expert_dims`` maps expert names to their feature widths; ``weights`` (default 1) to ``w_e``; each head is a
+    one-hidden-layer GELU MLP of width ``hidden``, or linear with ``hidden=None``.
     ``mode="per_expert"`` is MERA; ``mode="averaged"`` is the baseline with one head to the mean of the
     available experts' L2-normalised targets, zero-padded to the widest expert.
     """
@@ -239,7 +240,7 @@ class MultiExpertAlignment(nn.Module):
         expert_dims: Mapping[str, int],
         weights: Mapping[str, float] | None = None,
         mode: str = "per_expert",
-        hidden: int = 128,
+        hidden: int | None = 128,
     ) -> None:
         super().__init__()
         if not expert_dims:
@@ -251,7 +252,12 @@ class MultiExpertAlignment(nn.Module):
         self.weights = {k: float((weights or {}).get(k, 1.0)) for k in self.expert_dims}
         feature_dim = check_positive_int(feature_dim, "feature_dim")
 
+        if hidden is not None:
+            hidden = check_positive_int(hidden, "hidden")
+
         def head(out: int) -> nn.Module:
+            if hidden is None:  # a linear projection: the pooled features must carry the target linearly
+                return nn.Linear(feature_dim, out)
             return nn.Sequential(nn.Linear(feature_dim, hidden), nn.GELU(), nn.Linear(hidden, out))
 
         if mode == "per_expert":
@@ -286,6 +292,28 @@ class MultiExpertAlignment(nn.Module):
         return ((1 - cos) * has).sum() / has.sum().clamp_min(1)
 
 
+def _expert_targets(
+    targets: Mapping[str, Any] | None, alignment: MultiExpertAlignment, n: int, name: str
+) -> tuple[dict[str, Tensor], dict[str, Tensor]]:
+    """Targets ``{expert: (n, d_e)}`` (NaN rows where the expert does not apply) -> targets and masks for every
+    expert of ``alignment``; an expert absent from ``targets`` applies to none of these samples."""
+    targets = dict(targets or {})
+    unknown = set(targets) - set(alignment.expert_dims)
+    if unknown:
+        raise ValueError(f"{name} names experts {sorted(unknown)} the alignment does not know")
+    out_t, out_m = {}, {}
+    for e, d in alignment.expert_dims.items():
+        if e in targets:
+            t = torch.as_tensor(np.asarray(targets[e], dtype=np.float32))
+            if t.shape != (n, d):
+                raise ValueError(f"{name}[{e!r}] must have shape {(n, d)}, got {tuple(t.shape)}")
+            m = torch.isfinite(t).all(-1)
+            out_t[e], out_m[e] = torch.where(m[:, None], t, torch.zeros(())), m
+        else:
+            out_t[e], out_m[e] = torch.zeros(n, d), torch.zeros(n, dtype=torch.bool)
+    return out_t, out_m
+
+
 def train_tokenizer(
     tokenizer: MedVTokenizer,
     volumes: Any,
@@ -297,11 +325,19 @@ def train_tokenizer(
     sdr_weight: float = 0.0,
     seed: int = 0,
     clean_volumes: Any = None,
+    alignment: MultiExpertAlignment | None = None,
+    align_weight: float = 1.0,
+    volume_targets: Mapping[str, Any] | None = None,
+    image_targets: Mapping[str, Any] | None = None,
 ) -> MedVTokenizer:
-    """Fit with ``L1(pixels) + L_VQ + sdr_weight * L_SD`` on ``volumes (n, C, D, H, W)`` and, interleaved batch by
-    batch, optional 2-D ``images (m, C, H, W)`` through the same code path. ``clean_volumes`` (same shape as
-    ``volumes``) is the target of the slice-differential term when given (noise-free phantoms), so the decoder is
-    not taught to reproduce noise differences."""
+    """Fit with ``L1(pixels) + L_VQ + sdr_weight * L_SD (+ align_weight * L_align)``.
+
+    ``volumes (n, C, D, H, W)`` and, interleaved batch by batch, optional 2-D ``images (m, C, H, W)`` go through
+    the same code path. ``clean_volumes`` (same shape as ``volumes``) is the target of the slice-differential term
+    when given (noise-free phantoms), so the decoder is not taught to reproduce noise differences. With an
+    ``alignment`` (trained jointly), ``volume_targets`` / ``image_targets`` map expert names to frozen expert
+    features per sample, ``(n, d_e)`` / ``(m, d_e)``, with NaN rows where that expert does not apply (its mask).
+    """
     v = as_volume(volumes, "volumes", tokenizer.in_channels)
     if v.shape[2] < 2 and sdr_weight:
         raise ValueError(
@@ -310,31 +346,59 @@ def train_tokenizer(
     clean = v if clean_volumes is None else as_volume(clean_volumes, "clean_volumes")
     if clean.shape != v.shape:
         raise ValueError(f"clean_volumes must match volumes {tuple(v.shape)}, got {tuple(clean.shape)}")
-    im = None if images is None else as_image_tensor(images, "images", ndim=4, channels=tokenizer.in_channels)
+    im = None
+    if images is not None:  # 1-slice volumes, the same code path as the volumes
+        im = as_image_tensor(images, "images", ndim=4, channels=tokenizer.in_channels)[:, :, None]
     if sdr_weight < 0:
         raise ValueError(f"sdr_weight must be >= 0, got {sdr_weight}")
+    if align_weight < 0:
+        raise ValueError(f"align_weight must be >= 0, got {align_weight}")
+    if alignment is None and (volume_targets or image_targets):
+        raise ValueError("volume_targets / image_targets need an alignment module")
+    if alignment is not None:
+        if image_targets and im is None:
+            raise ValueError("image_targets were given without images")
+        vt, vm = _expert_targets(volume_targets, alignment, len(v), "volume_targets")
+        it, imask = _expert_targets(image_targets, alignment, 0 if im is None else len(im), "image_targets")
     gen = torch.Generator().manual_seed(int(seed))
-    opt = torch.optim.AdamW(tokenizer.parameters(), lr=lr, weight_decay=1e-4)
+    params = list(tokenizer.parameters()) + ([] if alignment is None else list(alignment.parameters()))
+    opt = torch.optim.AdamW(params, lr=lr, weight_decay=1e-4)
     batch_size = check_positive_int(batch_size, "batch_size")
     n_steps = check_positive_int(epochs, "epochs") * -(-len(v) // batch_size)
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=lr, total_steps=n_steps, pct_start=0.1)
+
+    def loss_on(x: Tensor, targets: dict[str, Tensor] | None, masks: dict[str, Tensor] | None):
+        q, _, vq, _ = tokenizer.encode(x)
+        rec = tokenizer.decode(q)
+        loss = F.l1_loss(rec, x) + vq
+        if alignment is not None and align_weight:
+            loss = loss + align_weight * alignment(q.flatten(2).mean(-1), targets, masks)
+        return loss, rec
+
+    def rows(d: dict[str, Tensor] | None, j: Tensor) -> dict[str, Tensor] | None:
+        return None if d is None else {e: t[j] for e, t in d.items()}
+
+    if alignment is None:
+        vt = vm = it = imask = None
     tokenizer.train()
+    if alignment is not None:
+        alignment.train()
     for _ in range(epochs):
         perm = torch.randperm(len(v), generator=gen)
         for i in range(0, len(v), batch_size):
             idx = perm[i : i + batch_size]
-            rec, _, vq = tokenizer(v[idx])
-            loss = F.l1_loss(rec, v[idx]) + vq
+            loss, rec = loss_on(v[idx], rows(vt, idx), rows(vm, idx))
             if sdr_weight:
                 loss = loss + sdr_weight * slice_differential_loss(rec, clean[idx])
             if im is not None:
                 j = torch.randint(len(im), (len(idx),), generator=gen)
-                rec2, _, vq2 = tokenizer(im[j])
-                loss = loss + F.l1_loss(rec2, im[j]) + vq2
+                loss = loss + loss_on(im[j], rows(it, j), rows(imask, j))[0]
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
             sched.step()
+    if alignment is not None:
+        alignment.eval()
     return tokenizer.eval()
 
 
