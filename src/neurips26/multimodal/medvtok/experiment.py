@@ -96,16 +96,11 @@ def _mera_replicate(seed: int, P: dict) -> dict:
         n, c, d = v.shape[:3]
         return fn(v.transpose(0, 2, 1, 3, 4).reshape(n * d, c, S, S)).reshape(n, d, -1).mean(1)
 
-    experts = {
-        "digits": lambda x: e_digit.features(x) if x.ndim == 4 else per_slice(e_digit.features, x),
+    experts = {  # named by the task (and modality) each one was made for: that is its mask
+        "digit": lambda x: e_digit.features(x) if x.ndim == 4 else per_slice(e_digit.features, x),
         "lesion": lambda x: e_lesion.features(x[:, :, None] if x.ndim == 4 else x),
         "texture": lambda x: texture_features(x) if x.ndim == 4 else per_slice(texture_features, x),
     }
-    applies = {
-        "digits": "digit",
-        "lesion": "lesion",
-        "texture": "texture",
-    }  # the masks: one expert per modality
     images = np.concatenate([data["digit"][0], data["texture"][0]])  # the two 2-D modalities, digits first
     modality_of_image = np.array(["digit"] * ni + ["texture"] * ni)
     vols = data["lesion"][0]
@@ -115,10 +110,8 @@ def _mera_replicate(seed: int, P: dict) -> dict:
         for m in ("digit", "texture"):
             f_img[modality_of_image == m] = _zscore(f_img[modality_of_image == m])
         all_img[e], all_vol[e] = f_img.astype(np.float32), _zscore(fn(vols))
-    masked_img = {
-        e: np.where((modality_of_image == applies[e])[:, None], t, np.nan) for e, t in all_img.items()
-    }
-    masked_vol = {e: t if applies[e] == "lesion" else np.full_like(t, np.nan) for e, t in all_vol.items()}
+    masked_img = {e: np.where((modality_of_image == e)[:, None], t, np.nan) for e, t in all_img.items()}
+    masked_vol = {e: t if e == "lesion" else np.full_like(t, np.nan) for e, t in all_vol.items()}
     dims = {e: t.shape[1] for e, t in all_img.items()}
 
     for name in MERA_VARIANTS + EXPLORED:
@@ -127,8 +120,8 @@ def _mera_replicate(seed: int, P: dict) -> dict:
         kw: dict = {}
         if name == "single expert":  # the 2-D label expert only, on its own modality
             kw = dict(
-                alignment=MultiExpertAlignment(tok.quant_dim, {"digits": dims["digits"]}),
-                image_targets={"digits": masked_img["digits"]},
+                alignment=MultiExpertAlignment(tok.quant_dim, {"digit": dims["digit"]}),
+                image_targets={"digit": masked_img["digit"]},
             )
         elif name == "averaged target":  # the digest's baseline: one head to the mean of all expert targets
             kw = dict(
