@@ -267,9 +267,10 @@ def run(run: Run) -> None:
     run.metric("psnr2d_unified", sdr["2-D PSNR"])
     run.metric("psnr2d_2d_only", only2d["2-D PSNR"])
     run.metric("isde_input_noise", inter_slice_difference_error(vte, cte))
-    run.check("isde_reduction", 1.0 - sdr["ISDE (clean)"] / base["ISDE (clean)"])
+    run.metric("isde_reduction_sdr", 1.0 - sdr["ISDE (clean)"] / base["ISDE (clean)"])
     run.metric("psnr3d_drop_sdr", base["3-D PSNR"] - sdr["3-D PSNR"])
-    if run.full:  # quick's 64 test phantoms put the seed-to-seed spread of this difference near the bar
+    if run.full:  # a quick run's seed-to-seed spread of both reaches their bars (see the declaration)
+        run.check("isde_reduction", 1.0 - sdr["ISDE (clean)"] / base["ISDE (clean)"])
         run.check("sdr_psnr_drop", base["3-D PSNR"] - sdr["3-D PSNR"])
     run.check("unified_2d_psnr_gap", only2d["2-D PSNR"] - sdr["2-D PSNR"])
     run.table(rows, name="results", caption="Test-set reconstruction of one tokenizer per row")
