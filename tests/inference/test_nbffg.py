@@ -299,6 +299,26 @@ def test_fit_is_deterministic_given_random_state():
     np.testing.assert_array_equal(a.loss_history_[:20], first)
 
 
+def test_a_non_finite_training_step_is_skipped_not_applied():
+    parent = balanced_binary_tree(2)
+    _, y = simulate_tree(parent, f_sin, 0.3, 0.0, 1.0, 0.01, 1, 4)
+    model = NBFFG(f_sin, 0.3, n_steps=5, batch_size=16, random_state=7).fit(parent, y[0])
+    assert model.n_skipped_steps_ == 0
+    forward, calls = model._forward, {"n": 0}
+
+    def overflowing(*args, **kwargs):  # the second training batch overflows, as a cubic drift's tail can
+        loss, states = forward(*args, **kwargs)
+        calls["n"] += 1
+        return (loss * float("nan") if calls["n"] == 2 else loss), states
+
+    model._forward = overflowing
+    with pytest.warns(RuntimeWarning, match="1 of 5 steps"):
+        model.train(5)
+    assert model.n_skipped_steps_ == 1 and np.isnan(model.loss_history_[-4])
+    assert all(torch.isfinite(p).all() for p in model.residual_.parameters())
+    assert np.isfinite(model.sample(50, random_state=0)[1]).all()
+
+
 def test_shift_only_flow_has_no_log_scale():
     parent = balanced_binary_tree(2)
     _, y = simulate_tree(parent, f_sin, 0.3, 0.0, 1.0, 0.01, 1, 4)

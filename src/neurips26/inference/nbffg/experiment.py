@@ -347,6 +347,9 @@ def _diffusion_gate(run: Run, seed: int) -> None:
             guide = importance_summary(*model.sample(N_PROPOSALS, residual=False, random_state=seed + 1))
             ours = importance_summary(*model.sample(N_PROPOSALS, random_state=seed + 2))
         ratios[time_change] = ours["ess"] / guide["ess"]
+        run.metric(
+            f"diffusion_skipped_steps_{'time_changed' if time_change else 'uniform'}", model.n_skipped_steps_
+        )
         out += [
             {
                 "grid": name,

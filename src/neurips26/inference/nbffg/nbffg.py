@@ -34,6 +34,7 @@ Everything runs in float64 torch on CPU.
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -345,6 +346,7 @@ class NBFFG:
             )
         self._opt = None
         self.loss_history_ = np.zeros(0)
+        self.n_skipped_steps_ = 0  # training steps dropped for a non-finite loss
         self.step_seconds_ = float("nan")
         if self.residual and self.n_steps > 0:
             self.train(int(self.n_steps))
@@ -512,6 +514,7 @@ class NBFFG:
         self._opt = opt
         B, n_leaves = int(self.batch_size), self.tree_.n_leaves
         hist = np.zeros(n_steps)
+        skipped = 0
         # cosine decay of the step size to 5% over this call: Adam otherwise keeps jittering at ~lr scale
         # around the optimum (for linear dynamics the exact posterior, where the STL gradient vanishes)
         lrs = self.learning_rate * (0.05 + 0.95 * 0.5 * (1.0 + np.cos(np.pi * np.arange(n_steps) / n_steps)))
@@ -527,11 +530,24 @@ class NBFFG:
             )
             obj = loss.mean()
             opt.zero_grad(set_to_none=True)
+            hist[i] = float(obj.detach())
+            if not np.isfinite(hist[i]):
+                # one sample from the residual's tail can overflow the dynamics (a cubic drift, say); its
+                # gradient would turn every parameter into NaN, so the batch is dropped and training goes on
+                skipped += 1
+                continue
             obj.backward()
             opt.step()
-            hist[i] = float(obj.detach())
         self.step_seconds_ = (time.perf_counter() - t0) / n_steps
         self.loss_history_ = np.concatenate([self.loss_history_, hist])
+        self.n_skipped_steps_ += skipped
+        if skipped:
+            warnings.warn(
+                f"NBFFG.train: {skipped} of {n_steps} steps had a non-finite loss and were skipped "
+                "(see loss_history_); a smaller learning_rate or a larger batch_size may avoid them",
+                RuntimeWarning,
+                stacklevel=2,
+            )
         return self
 
     # ------------------------------------------------------------------------------------ inference
