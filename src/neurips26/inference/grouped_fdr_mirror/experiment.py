@@ -417,7 +417,9 @@ def run(run: Run) -> None:
         run.metric("power_c_neural_block", nb["power"])
         run.metric("power_c_neural_coordinate", nc["power"])
         run.metric("fdr_c_neural_coordinate", nc["FDR"])
-        run.check("c_neural_fdr", nb["FDR"])
+        run.metric("fdr_se_c_neural_block", nb["FDR s.e."])
+        # 20 repetitions leave the FDR estimate a wide standard error: decided on mean -/+ 2 s.e.
+        run.check("c_neural_fdr", [nb["FDR"] - 2 * nb["FDR s.e."], nb["FDR"] + 2 * nb["FDR s.e."]])
         run.check("c_neural_power", nb["power"])
         run.check("c_neural_power_gain_vs_coordinate", nb["power"] - nc["power"])
 
