@@ -163,7 +163,8 @@ def run(run: Run) -> None:
     run.check("acc_gap_vs_best_baseline", gaps)
     run.metric("nt_ratio_low_observability_per_seed", nt_ratios)
     run.metric("clean_twin_abs_gap_per_seed", [abs(g) for g in clean_gaps])
-    if run.full:  # quick's 2 data seeds land on either side of these bars on held-out seeds (see the declaration)
+    # quick's 2 data seeds land on either side of these bars on held-out seeds (see the declaration)
+    if run.full:
         run.check("nt_ratio_low_observability", nt_ratios)
         run.check("clean_twin_abs_gap", [abs(g) for g in clean_gaps])
     if spearman_on:
