@@ -49,6 +49,7 @@ __all__ = [
     "as_image_tensor",
     "check_positive_int",
     "divided_space_time_flops",
+    "fit_minibatches",
     "grid_position_embedding",
     "linear_flops",
     "patchify",
@@ -519,6 +520,44 @@ class CNNClassifier(nn.Module):
         return self.head(self.features(x))
 
 
+def fit_minibatches(
+    params: Any,
+    n: int,
+    step: Any,
+    *,
+    epochs: int,
+    batch_size: int,
+    lr: float,
+    seed: int = 0,
+    weight_decay: float = 1e-4,
+    one_cycle: bool = True,
+    pct_start: float = 0.1,
+) -> None:
+    """The shared training loop: AdamW over ``params`` for ``epochs`` passes over ``n`` samples in a fresh random
+    order each pass, with a one-cycle step size (``one_cycle=False``: constant ``lr``).
+
+    ``step(idx, gen)`` returns the loss of the mini-batch ``idx`` (an index tensor); ``gen`` is the loop's seeded
+    generator, the one that draws the order, for any further sampling the step needs.
+    """
+    epochs = check_positive_int(epochs, "epochs")
+    batch_size = check_positive_int(batch_size, "batch_size")
+    gen = torch.Generator().manual_seed(int(seed))
+    opt = torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay)
+    sched = None
+    if one_cycle:
+        total = epochs * math.ceil(n / batch_size)
+        sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=lr, total_steps=total, pct_start=pct_start)
+    for _ in range(epochs):
+        perm = torch.randperm(n, generator=gen)
+        for i in range(0, n, batch_size):
+            loss = step(perm[i : i + batch_size], gen)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            if sched is not None:
+                sched.step()
+
+
 def train_classifier(
     model: nn.Module,
     X: Any,
@@ -546,25 +585,20 @@ def train_classifier(
     y = y.long()
     if y.min() < 0:
         raise ValueError("y must hold non-negative class labels")
-    epochs = check_positive_int(epochs, "epochs")
-    batch_size = check_positive_int(batch_size, "batch_size")
     if not lr > 0:
         raise ValueError(f"lr must be > 0, got {lr}")
-    gen = torch.Generator().manual_seed(int(seed))
-    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
-    n = X.shape[0]
-    steps = epochs * math.ceil(n / batch_size)
-    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=lr, total_steps=steps, pct_start=0.15)
     model.train()
-    for _ in range(epochs):
-        perm = torch.randperm(n, generator=gen)
-        for i in range(0, n, batch_size):
-            idx = perm[i : i + batch_size]
-            loss = F.cross_entropy(model(X[idx]), y[idx])
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
-            sched.step()
+    fit_minibatches(
+        model.parameters(),
+        X.shape[0],
+        lambda idx, gen: F.cross_entropy(model(X[idx]), y[idx]),
+        epochs=epochs,
+        batch_size=batch_size,
+        lr=lr,
+        seed=seed,
+        weight_decay=weight_decay,
+        pct_start=0.15,
+    )
     return model.eval()
 
 

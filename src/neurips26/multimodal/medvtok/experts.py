@@ -19,7 +19,7 @@ from skimage.feature import hog
 from skimage.filters import gabor_kernel
 from torch import Tensor, nn
 
-from ...vision.modules import ConvEncoder, as_image_tensor, check_positive_int
+from ...vision.modules import ConvEncoder, as_image_tensor, check_positive_int, fit_minibatches
 
 __all__ = ["CNNExpert", "fit_expert", "texture_features"]
 
@@ -73,18 +73,17 @@ def fit_expert(
         raise ValueError(
             f"y must lie in [0, {expert.head.out_features}), got [{labels.min()}, {labels.max()}]"
         )
-    gen = torch.Generator().manual_seed(int(seed))
-    opt = torch.optim.AdamW(expert.parameters(), lr=lr, weight_decay=1e-4)
-    batch_size = check_positive_int(batch_size, "batch_size")
     expert.train()
-    for _ in range(check_positive_int(epochs, "epochs")):
-        perm = torch.randperm(len(t), generator=gen)
-        for i in range(0, len(t), batch_size):
-            j = perm[i : i + batch_size]
-            loss = F.cross_entropy(expert.head(expert._pooled(t[j])), labels[j].long())
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
+    fit_minibatches(
+        expert.parameters(),
+        len(t),
+        lambda j, gen: F.cross_entropy(expert.head(expert._pooled(t[j])), labels[j].long()),
+        epochs=epochs,
+        batch_size=batch_size,
+        lr=lr,
+        seed=seed,
+        one_cycle=False,
+    )
     expert.eval()
     for p in expert.parameters():
         p.requires_grad_(False)

@@ -29,7 +29,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ...vision.modules import ConvDecoder, ConvEncoder, as_image_tensor, check_positive_int
+from ...vision.modules import ConvDecoder, ConvEncoder, as_image_tensor, check_positive_int, fit_minibatches
 
 __all__ = [
     "CausalSliceConv",
@@ -360,12 +360,7 @@ def train_tokenizer(
             raise ValueError("image_targets were given without images")
         vt, vm = _expert_targets(volume_targets, alignment, len(v), "volume_targets")
         it, imask = _expert_targets(image_targets, alignment, 0 if im is None else len(im), "image_targets")
-    gen = torch.Generator().manual_seed(int(seed))
     params = list(tokenizer.parameters()) + ([] if alignment is None else list(alignment.parameters()))
-    opt = torch.optim.AdamW(params, lr=lr, weight_decay=1e-4)
-    batch_size = check_positive_int(batch_size, "batch_size")
-    n_steps = check_positive_int(epochs, "epochs") * -(-len(v) // batch_size)
-    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=lr, total_steps=n_steps, pct_start=0.1)
 
     def loss_on(x: Tensor, targets: dict[str, Tensor] | None, masks: dict[str, Tensor] | None):
         q, _, vq, _ = tokenizer.encode(x)
@@ -380,23 +375,20 @@ def train_tokenizer(
 
     if alignment is None:
         vt = vm = it = imask = None
+
+    def step(idx: Tensor, gen: torch.Generator) -> Tensor:
+        loss, rec = loss_on(v[idx], rows(vt, idx), rows(vm, idx))
+        if sdr_weight:
+            loss = loss + sdr_weight * slice_differential_loss(rec, clean[idx])
+        if im is not None:  # one image batch per volume batch, drawn from the loop's generator
+            j = torch.randint(len(im), (len(idx),), generator=gen)
+            loss = loss + loss_on(im[j], rows(it, j), rows(imask, j))[0]
+        return loss
+
     tokenizer.train()
     if alignment is not None:
         alignment.train()
-    for _ in range(epochs):
-        perm = torch.randperm(len(v), generator=gen)
-        for i in range(0, len(v), batch_size):
-            idx = perm[i : i + batch_size]
-            loss, rec = loss_on(v[idx], rows(vt, idx), rows(vm, idx))
-            if sdr_weight:
-                loss = loss + sdr_weight * slice_differential_loss(rec, clean[idx])
-            if im is not None:
-                j = torch.randint(len(im), (len(idx),), generator=gen)
-                loss = loss + loss_on(im[j], rows(it, j), rows(imask, j))[0]
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
-            sched.step()
+    fit_minibatches(params, len(v), step, epochs=epochs, batch_size=batch_size, lr=lr, seed=seed)
     if alignment is not None:
         alignment.eval()
     return tokenizer.eval()

@@ -27,6 +27,7 @@ from ..modules import (
     PatchEmbed,
     ResBlock,
     check_positive_int,
+    fit_minibatches,
     grid_position_embedding,
     train_classifier,
 )
@@ -153,12 +154,6 @@ def compute_targets(
     )
 
 
-def _batches(n: int, batch_size: int, gen: torch.Generator):
-    perm = torch.randperm(n, generator=gen)
-    for i in range(0, n, batch_size):
-        yield perm[i : i + batch_size]
-
-
 def train_selector(
     model: LookWhen,
     videos: Any,
@@ -174,18 +169,17 @@ def train_selector(
     x = as_video(videos)
     if len(targets) != len(x):
         raise ValueError(f"targets cover {len(targets)} clips, videos has {len(x)}")
-    gen = torch.Generator().manual_seed(int(seed) + 2)
-    opt = torch.optim.AdamW(model.selector.parameters(), lr=lr, weight_decay=0.05)
-    steps = check_positive_int(epochs, "epochs") * -(-len(x) // batch_size)
-    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=lr, total_steps=steps, pct_start=0.1)
     model.train()
-    for _ in range(epochs):
-        for ids in _batches(len(x), batch_size, gen):
-            loss = selection_kl_loss(model.selector(x[ids])[1], targets.uniqueness[ids])
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
-            sched.step()
+    fit_minibatches(
+        model.selector.parameters(),
+        len(x),
+        lambda ids, gen: selection_kl_loss(model.selector(x[ids])[1], targets.uniqueness[ids]),
+        epochs=epochs,
+        batch_size=batch_size,
+        lr=lr,
+        seed=int(seed) + 2,
+        weight_decay=0.05,
+    )
     return model.eval()
 
 
@@ -212,7 +206,6 @@ def pretrain(
         raise ValueError(f"targets cover {len(targets)} clips, videos has {len(x)}")
     if image_weight < 0:
         raise ValueError(f"image_weight must be >= 0, got {image_weight}")
-    gen = torch.Generator().manual_seed(int(seed))
     d_t = targets.cls.shape[1]
     heads = nn.ModuleDict(
         {"cls": nn.Linear(model.dim, d_t), "tok": nn.Linear(model.dim, targets.tokens.shape[2])}
@@ -220,29 +213,27 @@ def pretrain(
     use_image = targets.image is not None and image_weight > 0
     if use_image:
         heads["img"] = nn.Linear(model.dim, targets.image.shape[2])
-    params = list(model.parameters()) + list(heads.parameters())
-    opt = torch.optim.AdamW(params, lr=lr, weight_decay=0.05)
-    steps = check_positive_int(epochs, "epochs") * -(-len(x) // batch_size)
-    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=lr, total_steps=steps, pct_start=0.1)
+
+    def step(ids: Tensor, gen: torch.Generator) -> Tensor:
+        xb = x[ids]
+        _, scores = model.selector(xb)
+        loss = selection_kl_loss(scores, targets.uniqueness[ids])
+        idx = None if selection is None else selection(xb, ids)
+        cls, feats, idx = model.extract(xb, idx)
+        idx3 = idx[..., None]
+        loss = loss + _cosine_distance(heads["cls"](cls), targets.cls[ids])
+        tok_t = targets.tokens[ids].gather(1, idx3.expand(-1, -1, targets.tokens.shape[2]))
+        loss = loss + _cosine_distance(heads["tok"](feats), tok_t)
+        if use_image:
+            img_t = targets.image[ids].gather(1, idx3.expand(-1, -1, targets.image.shape[2]))
+            loss = loss + image_weight * F.mse_loss(heads["img"](feats), img_t)
+        return loss
+
     model.train()
-    for _ in range(epochs):
-        for ids in _batches(len(x), batch_size, gen):
-            xb = x[ids]
-            _, scores = model.selector(xb)
-            loss = selection_kl_loss(scores, targets.uniqueness[ids])
-            idx = None if selection is None else selection(xb, ids)
-            cls, feats, idx = model.extract(xb, idx)
-            idx3 = idx[..., None]
-            loss = loss + _cosine_distance(heads["cls"](cls), targets.cls[ids])
-            tok_t = targets.tokens[ids].gather(1, idx3.expand(-1, -1, targets.tokens.shape[2]))
-            loss = loss + _cosine_distance(heads["tok"](feats), tok_t)
-            if use_image:
-                img_t = targets.image[ids].gather(1, idx3.expand(-1, -1, targets.image.shape[2]))
-                loss = loss + image_weight * F.mse_loss(heads["img"](feats), img_t)
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
-            sched.step()
+    params = list(model.parameters()) + list(heads.parameters())
+    fit_minibatches(
+        params, len(x), step, epochs=epochs, batch_size=batch_size, lr=lr, seed=seed, weight_decay=0.05
+    )
     return model.eval()
 
 
@@ -264,23 +255,26 @@ def finetune(
         raise ValueError(f"labels must be 1-D with one label per clip ({len(x)}), got shape {tuple(y.shape)}")
     if y.min() < 0 or y.max() >= model.n_classes:
         raise ValueError(f"labels must lie in [0, {model.n_classes})")
-    gen = torch.Generator().manual_seed(int(seed) + 1)
     for p in model.selector.parameters():
         p.requires_grad_(False)
     params = [p for p in model.parameters() if p.requires_grad]
-    opt = torch.optim.AdamW(params, lr=lr, weight_decay=0.05)
-    steps = check_positive_int(epochs, "epochs") * -(-len(x) // batch_size)
-    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=lr, total_steps=steps, pct_start=0.1)
+
+    def step(ids: Tensor, gen: torch.Generator) -> Tensor:
+        xb = x[ids]
+        idx = None if selection is None else selection(xb, ids)
+        return F.cross_entropy(model(xb, idx), y[ids])
+
     model.train()
-    for _ in range(epochs):
-        for ids in _batches(len(x), batch_size, gen):
-            xb = x[ids]
-            idx = None if selection is None else selection(xb, ids)
-            loss = F.cross_entropy(model(xb, idx), y[ids])
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
-            sched.step()
+    fit_minibatches(
+        params,
+        len(x),
+        step,
+        epochs=epochs,
+        batch_size=batch_size,
+        lr=lr,
+        seed=int(seed) + 1,
+        weight_decay=0.05,
+    )
     for p in model.selector.parameters():
         p.requires_grad_(True)
     return model.eval()

@@ -35,7 +35,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ..modules import as_image_tensor, check_positive_int, sinusoidal_embedding
+from ..modules import as_image_tensor, check_positive_int, fit_minibatches, sinusoidal_embedding
 
 __all__ = [
     "FlowSR",
@@ -154,21 +154,6 @@ def splitmeanflow_loss(
     return F.mse_loss(student(z_a, a, b, cond), target)
 
 
-def _loop(params, n: int, epochs: int, batch_size: int, lr: float, seed: int, step) -> None:
-    gen = torch.Generator().manual_seed(int(seed))
-    opt = torch.optim.AdamW(params, lr=lr, weight_decay=1e-4)
-    total = check_positive_int(epochs, "epochs") * -(-n // check_positive_int(batch_size, "batch_size"))
-    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=lr, total_steps=total, pct_start=0.1)
-    for _ in range(epochs):
-        perm = torch.randperm(n, generator=gen)
-        for i in range(0, n, batch_size):
-            loss = step(perm[i : i + batch_size], gen)
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
-            sched.step()
-
-
 def _pair(hr: Any, lr_images: Any) -> tuple[Tensor, Tensor]:
     x = as_image_tensor(hr, "hr", ndim=4)
     c = as_image_tensor(lr_images, "lr_images", ndim=4)
@@ -200,7 +185,7 @@ def train_flow_matching(
         return F.mse_loss(net.velocity(z, t, c[idx]), xb - eps)
 
     net.train()
-    _loop(net.parameters(), len(x), epochs, batch_size, lr, seed, step)
+    fit_minibatches(net.parameters(), len(x), step, epochs=epochs, batch_size=batch_size, lr=lr, seed=seed)
     return net.eval()
 
 
@@ -226,7 +211,9 @@ def train_splitmeanflow(
         return splitmeanflow_loss(student, teacher, x[idx], c[idx], gen, boundary_fraction)
 
     student.train()
-    _loop(student.parameters(), len(x), epochs, batch_size, lr, seed, step)
+    fit_minibatches(
+        student.parameters(), len(x), step, epochs=epochs, batch_size=batch_size, lr=lr, seed=seed
+    )
     return student.eval()
 
 
@@ -250,7 +237,7 @@ def train_regression(
         return F.mse_loss(out, x[idx])
 
     net.train()
-    _loop(net.parameters(), len(x), epochs, batch_size, lr, seed, step)
+    fit_minibatches(net.parameters(), len(x), step, epochs=epochs, batch_size=batch_size, lr=lr, seed=seed)
     return net.eval()
 
 
@@ -295,7 +282,9 @@ def train_gan_refinement(
         return F.softplus(-disc(fake, cb)).mean() + fidelity_weight * F.mse_loss(fake, xb)
 
     generator.train()
-    _loop(generator.parameters(), len(x), epochs, batch_size, lr, seed, step)
+    fit_minibatches(
+        generator.parameters(), len(x), step, epochs=epochs, batch_size=batch_size, lr=lr, seed=seed
+    )
     return generator.eval()
 
 
