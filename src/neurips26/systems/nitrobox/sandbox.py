@@ -832,6 +832,9 @@ class Sandbox:
         self._shell.mnt_ns = _readlink(f"/proc/{pid}/ns/mnt")
 
     def _restart_shell(self) -> None:
+        # a command that was hung when another thread closed the sandbox lands here: restarting would make its
+        # layer directories again behind close()'s removal
+        self._check_open()
         try:
             self._stop_shell(wait=True)  # the same upper layer is remounted: the old mount must be gone first
             work = (
