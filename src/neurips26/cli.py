@@ -126,6 +126,10 @@ def show(
                 f"  [bold]{c.id}[/] {escape('[' + c.kind + ']')} {escape(c.condition())}   expected {expect}"
             )
             console.print(f"      {escape(c.measures)}")
+            if c.gates:
+                console.print(f"      gates: {', '.join(c.gates)} (inconclusive unless this passes)")
+            if c.confirmed_on:
+                console.print(f"      quick expectation confirmed on held-out seeds {list(c.confirmed_on)}")
             if c.reason:
                 console.print(f"      reason: {escape(c.reason)}")
                 if c.explained_by:

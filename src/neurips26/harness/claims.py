@@ -9,13 +9,24 @@ Each paper keeps a ``claims.toml`` beside its ``experiment.py``. It is read with
     [[checks]]
     id = "speedup"                      # what experiment.py passes to run.check(id, measured)
     measures = "wall-time ratio full-batch / mini-batch at n = 20000"
-    kind = "claim"                      # claim: evidence; sanity: holds by construction (failing = a bug)
+    kind = "claim"                      # claim: evidence; sanity: holds by construction (failing = a bug);
+                                        # precondition: must hold before the claims it gates can be decided
     op = ">="                           # >= <= > < == or "in" with threshold = [lo, hi]
     threshold = 10.0                    # the digest's, unchanged
     modes = ["quick", "full"]           # optional; default both
     expect = "pass"                     # or {quick = "pass", full = "fail"}; pass | fail | inconclusive
     reason = "... {ari_linear:.2f} ..." # required unless every expectation is pass
     explained_by = ["ari_linear"]       # recorded metrics/params/checks that back the reason
+    confirmed_on = [3, 4, 5]            # optional: held-out seeds on which the quick expectation was confirmed
+
+    [[checks]]
+    id = "model_past_chance"
+    measures = "test accuracy of the trained model minus the majority-class rate"
+    kind = "precondition"
+    op = ">="
+    threshold = 0.1
+    gates = ["speedup"]                 # the claim checks that are inconclusive unless this passes
+    expect = "pass"
 
 A reason is a template: ``{name}`` or ``{name:.3g}`` is filled in from the run's recorded checks, metrics and
 params when the report is written, so a reason can only state numbers the run records. A decimal number or a
@@ -27,6 +38,17 @@ value fails, and *inconclusive* otherwise. A NaN value (nothing could be measure
 check *inconclusive*: it is neither evidence for the claim nor against it. An infinite value is a measurement
 (a diverged loss) and is compared like any other. The min-max interval is deliberate: with the 3-10 seeds a quick run
 can afford, a bootstrap interval of the median is no tighter and hides the worst seed.
+
+Preconditions. A claim about a trained model is decided only on a trained model: a ``precondition`` check states
+what must hold first (a model past chance by a margin, a baseline that beats the trivial predictor, a codebook in
+use, a loss at its plateau) and names the claim checks it ``gates``. When a precondition does not pass (it fails, or
+is itself inconclusive), every check it gates is *inconclusive (precondition unmet)* whatever it measured; the run
+records the measured outcome beside it. A failing precondition is a finding, not a bug: unlike a sanity check it
+never makes the run an error, and like a sanity check it never counts toward the verdict. A declaration that
+expects a precondition not to pass in a mode must expect its gated checks inconclusive in that mode.
+
+Held-out confirmation. An expectation changed after seeing a run (its mode, aggregation or side of the bar) must be
+confirmed on seeds that played no part in choosing it: ``confirmed_on`` lists them for the quick expectation.
 
 Verdicts are decided by claim checks only: *reproduced* when every claim check passes, *not-reproduced* when
 none passes (*inconclusive* when none passes and none fails), *partial* otherwise.
@@ -46,7 +68,7 @@ from pathlib import Path
 from typing import Any
 
 MODES = ("quick", "full")
-KINDS = ("claim", "sanity")
+KINDS = ("claim", "sanity", "precondition")
 OUTCOMES = ("pass", "fail", "inconclusive")
 VERDICTS = ("reproduced", "partial", "not-reproduced", "inconclusive")
 OPS: dict[str, Callable[[float, Any], bool]] = {
@@ -80,6 +102,8 @@ class CheckSpec:
     expect: Mapping[str, str]
     reason: str = ""
     explained_by: tuple[str, ...] = ()
+    gates: tuple[str, ...] = ()  # precondition only: the claim checks it gates
+    confirmed_on: tuple[int, ...] = ()  # held-out seeds on which the quick expectation was confirmed
 
     def passes(self, value: float) -> bool:
         """Whether one measured value satisfies ``value op threshold`` (NaN never does)."""
@@ -131,6 +155,10 @@ class Claims:
     def for_mode(self, mode: str) -> list[CheckSpec]:
         return [c for c in self.checks if mode in c.modes]
 
+    def gated_by(self, check_id: str, mode: str) -> list[CheckSpec]:
+        """The preconditions that gate ``check_id`` in ``mode``."""
+        return [c for c in self.for_mode(mode) if c.kind == "precondition" and check_id in c.gates]
+
     def expected_verdict(self, mode: str) -> str | None:
         """The verdict the declaration predicts for ``mode`` (None when no claim check runs in it)."""
         outcomes = [c.expect[mode] for c in self.for_mode(mode) if c.kind == "claim"]
@@ -139,11 +167,15 @@ class Claims:
     def note(self, mode: str = "quick") -> str:
         """The status note: every claim check expected not to pass in ``mode``, with its reason template."""
         parts = [
-            f"{c.id} ({c.expect[mode]}): {c.reason}"
+            f"{c.id} ({c.expect[mode]}): {c.reason or self._gate_reason(c.id, mode)}"
             for c in self.for_mode(mode)
             if c.kind == "claim" and c.expect[mode] != "pass"
         ]
         return " ".join(parts)
+
+    def _gate_reason(self, check_id: str, mode: str) -> str:
+        unmet = [p for p in self.gated_by(check_id, mode) if p.expect[mode] != "pass"]
+        return "; ".join(f"precondition {p.id} unmet: {p.reason}" for p in unmet)
 
 
 def verdict_from(outcomes: Sequence[str]) -> str:
@@ -199,7 +231,19 @@ def parse_claims(data: Mapping[str, Any], source: str = "") -> Claims:
     if not isinstance(raw_checks, list) or not raw_checks:
         raise ClaimsError(f"{source}: a declaration needs at least one [[checks]] table")
     checks: list[CheckSpec] = []
-    allowed = {"id", "measures", "kind", "op", "threshold", "modes", "expect", "reason", "explained_by"}
+    allowed = {
+        "id",
+        "measures",
+        "kind",
+        "op",
+        "threshold",
+        "modes",
+        "expect",
+        "reason",
+        "explained_by",
+        "gates",
+        "confirmed_on",
+    }
     for i, raw in enumerate(raw_checks):
         where = f"{source}: checks[{i}]"
         extra = set(raw) - allowed
@@ -230,7 +274,7 @@ def parse_claims(data: Mapping[str, Any], source: str = "") -> Claims:
             raise ClaimsError(f"{where}: reason must be a string")
         if kind == "sanity" and any(o != "pass" for o in expect.values()):
             raise ClaimsError(f"{where}: a sanity check holds by construction; its expected outcome is pass")
-        if any(o != "pass" for o in expect.values()) and not reason.strip():
+        if any(o != "pass" for o in expect.values()) and not reason.strip() and kind != "claim":
             raise ClaimsError(f"{where}: an expected {set(expect.values()) - {'pass'}} needs a reason")
         literal = _LITERAL_NUMBER.search(PLACEHOLDER.sub("", reason))
         if literal:
@@ -243,6 +287,18 @@ def parse_claims(data: Mapping[str, Any], source: str = "") -> Claims:
             raise ClaimsError(f"{where}: explained_by must be a list of recorded names")
         if any(o == "fail" for o in expect.values()) and not explained_by:
             raise ClaimsError(f"{where}: an expected fail must name the recorded metric(s) that explain it")
+        gates = raw.get("gates", [])
+        if not isinstance(gates, list) or not all(isinstance(g, str) for g in gates):
+            raise ClaimsError(f"{where}: gates must be a list of claim check ids")
+        if kind == "precondition" and not gates:
+            raise ClaimsError(f"{where}: a precondition must name the claim checks it gates")
+        if kind != "precondition" and gates:
+            raise ClaimsError(f"{where}: only a precondition gates other checks")
+        confirmed_on = raw.get("confirmed_on", [])
+        if not isinstance(confirmed_on, list) or not all(
+            isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in confirmed_on
+        ):
+            raise ClaimsError(f"{where}: confirmed_on must be a list of non-negative integer seeds")
         checks.append(
             CheckSpec(
                 id=cid,
@@ -254,6 +310,8 @@ def parse_claims(data: Mapping[str, Any], source: str = "") -> Claims:
                 expect=expect,
                 reason=reason.strip(),
                 explained_by=tuple(explained_by),
+                gates=tuple(gates),
+                confirmed_on=tuple(confirmed_on),
             )
         )
     for key in ("quick", "summary"):
@@ -264,6 +322,7 @@ def parse_claims(data: Mapping[str, Any], source: str = "") -> Claims:
         raise ClaimsError(f"{source}: deviations must be a list of strings")
     if not any(c.kind == "claim" for c in checks):
         raise ClaimsError(f"{source}: at least one check must be a claim (sanity checks decide nothing)")
+    _validate_gates(checks, source)
     return Claims(
         checks=tuple(checks),
         quick=data.get("quick", "").strip(),
@@ -271,6 +330,43 @@ def parse_claims(data: Mapping[str, Any], source: str = "") -> Claims:
         summary=data.get("summary", "").strip(),
         source=source,
     )
+
+
+def _validate_gates(checks: Sequence[CheckSpec], source: str) -> None:
+    """Each precondition gates declared claim checks in every mode they run, and its expectation agrees.
+
+    A gated claim that runs in a mode where its precondition is not declared would be decided unguarded, and a
+    precondition expected unmet leaves nothing to expect of its claims but *inconclusive*. A claim check without a
+    reason of its own may expect anything but pass only when an unmet precondition says why.
+    """
+    by_id = {c.id: c for c in checks}
+    for p in (c for c in checks if c.kind == "precondition"):
+        where = f"{source}: precondition {p.id!r}"
+        for gid in p.gates:
+            gated = by_id.get(gid)
+            if gated is None or gated.kind != "claim":
+                raise ClaimsError(f"{where} gates {gid!r}, which is not a declared claim check")
+            missing = [m for m in gated.modes if m not in p.modes]
+            if missing:
+                raise ClaimsError(f"{where} gates {gid!r} in {gated.modes} but is not declared in {missing}")
+            for mode in gated.modes:
+                if p.expect[mode] != "pass" and gated.expect[mode] != "inconclusive":
+                    raise ClaimsError(
+                        f"{where} is expected {p.expect[mode]} in {mode} mode, so the claim {gid!r} it gates "
+                        f"can only be expected inconclusive there, not {gated.expect[mode]}"
+                    )
+    for c in (c for c in checks if c.kind == "claim" and not c.reason):
+        for mode in c.modes:
+            unmet = [
+                p
+                for p in checks
+                if p.kind == "precondition"
+                and c.id in p.gates
+                and mode in p.modes
+                and p.expect[mode] != "pass"
+            ]
+            if c.expect[mode] != "pass" and not (c.expect[mode] == "inconclusive" and unmet):
+                raise ClaimsError(f"{source}: check {c.id!r}: an expected {c.expect[mode]} needs a reason")
 
 
 def load_claims(path: str | Path) -> Claims:
@@ -342,3 +438,7 @@ class MeasuredCheck:
     interval: tuple[float, float] | None = None  # (min, max) of the values
     note: str = ""
     measures: str = ""
+    measured_outcome: str = (
+        ""  # the outcome of the value alone, before an unmet precondition made it inconclusive
+    )
+    gated_by: list[dict[str, Any]] | None = None  # the unmet preconditions (id, measured, condition, outcome)

@@ -19,7 +19,7 @@ from .. import papers
 from .claims import fill_reason
 from .environment import git_state
 from .records import BROKEN, load_bench, load_result, load_sweep, write_text_atomic
-from .run import fmt_number
+from .run import fmt_number, unmet_preconditions
 
 MODES = ("quick", "full")
 _OUTCOME_CLASS = {
@@ -201,7 +201,10 @@ def _paper_section(r: dict[str, Any], out: Path) -> list[str]:
             measured = "-" if c is None else _cell(c["measured"])
             if c is not None and c.get("interval"):
                 measured += f" [{_cell(c['interval'][0])}, {_cell(c['interval'][1])}]"
-            row += [_tag(spec.expect[m]), measured, _tag(c["outcome"]) if c else "not run"]
+            outcome = "not run" if c is None else _tag(c["outcome"])
+            if c is not None and c.get("gated_by"):
+                outcome += f" ({unmet_preconditions(c)})".replace("|", "\\|")
+            row += [_tag(spec.expect[m]), measured, outcome]
         rows.append(row)
     md += [_table(header, rows), ""]
     md += ["*Measured values of per-seed checks show the median and the [min, max] over seeds.*", ""]

@@ -13,7 +13,8 @@ from ``run.seed``, fits our method and every baseline the paper names on the sam
 - ``with run.timer("fit") as t: ...; t.seconds``: wall-clock timings (the whole run is timed as well).
 
 The verdict follows from the claim checks alone; a failing sanity check, a declared check never recorded, or an
-undeclared one makes the run an error, not a verdict.
+undeclared one makes the run an error, not a verdict. A precondition that does not pass makes the claim checks it
+gates inconclusive (their measured outcome is kept beside them), whichever order they were recorded in.
 """
 
 from __future__ import annotations
@@ -226,10 +227,33 @@ class Run:
                 else None,
                 note=note,
                 measures=spec.measures,
+                measured_outcome=outcome,
             )
         )
+        self._apply_preconditions()
         self.log(describe(self.checks[-1]))
-        return outcome
+        if spec.kind == "precondition" and outcome != "pass":
+            self.log(
+                f"precondition {check_id!r} unmet: the claims it gates are inconclusive ({', '.join(spec.gates)})"
+            )
+        return self.checks[-1].outcome
+
+    def _apply_preconditions(self) -> None:
+        """Make every claim check gated by an unmet (recorded) precondition inconclusive; idempotent."""
+        preconditions = {c.id: c for c in self.checks if c.kind == "precondition"}
+        for c in self.checks:
+            if c.kind != "claim":
+                continue
+            unmet = [
+                preconditions[p.id]
+                for p in self.claims.gated_by(c.id, self.mode)
+                if p.id in preconditions and preconditions[p.id].outcome != "pass"
+            ]
+            c.outcome = "inconclusive" if unmet else c.measured_outcome
+            c.gated_by = [
+                {"id": p.id, "measured": p.measured, "condition": _condition(p), "outcome": p.outcome}
+                for p in unmet
+            ] or None
 
     def table(self, rows: Sequence[Mapping[str, Any]], name: str = "results", caption: str = "") -> None:
         """Record a table (one mapping per row; columns in first-seen order)."""
@@ -311,6 +335,7 @@ class Run:
 
     @property
     def verdict(self) -> str:
+        self._apply_preconditions()
         outcomes = [c.outcome for c in self.checks if c.kind == "claim"]
         if not outcomes:
             raise RuntimeError(f"experiment {self.slug!r} recorded no claim checks")
@@ -324,6 +349,7 @@ class Run:
         return values
 
     def to_dict(self) -> dict[str, Any]:
+        self._apply_preconditions()
         try:
             verdict = self.verdict
         except RuntimeError:
@@ -344,19 +370,36 @@ class Run:
         }
 
 
-def describe(c: MeasuredCheck | Mapping[str, Any]) -> str:
-    """``PASS speedup: 79.2 >= 10`` (with the seed interval when there is one)."""
+def _condition(c: MeasuredCheck | Mapping[str, Any]) -> str:
+    """``79.2 >= 10`` or ``0.9 in [0.6, 1.4]``: the measured value against the declared bar."""
     d = asdict(c) if isinstance(c, MeasuredCheck) else dict(c)
     m = fmt_number(d.get("measured"))
     if d["op"] == "in":
         lo, hi = d["threshold"]
-        cond = f"{m} in [{lo:.4g}, {hi:.4g}]"
-    else:
-        cond = f"{m} {d['op']} {d['threshold']:.4g}"
+        return f"{m} in [{lo:.4g}, {hi:.4g}]"
+    return f"{m} {d['op']} {d['threshold']:.4g}"
+
+
+def unmet_preconditions(c: MeasuredCheck | Mapping[str, Any]) -> str:
+    """``precondition unmet: teacher_accuracy 0.187 >= 0.3 (fail)``, or "" when nothing gated the check."""
+    gated = (asdict(c) if isinstance(c, MeasuredCheck) else dict(c)).get("gated_by") or []
+    if not gated:
+        return ""
+    return "precondition unmet: " + "; ".join(f"{g['id']} {g['condition']} ({g['outcome']})" for g in gated)
+
+
+def describe(c: MeasuredCheck | Mapping[str, Any]) -> str:
+    """``PASS speedup: 79.2 >= 10`` (with the seed interval when there is one, and any unmet precondition)."""
+    d = asdict(c) if isinstance(c, MeasuredCheck) else dict(c)
+    cond = _condition(d)
     if d.get("interval"):
         lo, hi = d["interval"]
         cond += f" (seed interval [{fmt_number(lo)}, {fmt_number(hi)}], n = {len(d.get('values') or [])})"
     mark = {"pass": "PASS", "fail": "FAIL", "inconclusive": "INCONCLUSIVE"}.get(d["outcome"], d["outcome"])
+    unmet = unmet_preconditions(d)
+    if unmet:
+        measured = d.get("measured_outcome") or "?"
+        cond += f" [{unmet}; measured alone: {measured}]"
     return f"{mark}  {d['id']}: {cond}"
 
 

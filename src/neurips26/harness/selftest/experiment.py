@@ -12,7 +12,16 @@ from neurips26.harness import Run
 
 
 def run(run: Run) -> None:
-    n = run.param("n", quick=2_000, full=200_000)
+    _estimate(run, run.param("n", quick=2_000, full=200_000))
+
+
+def run_small_sample(run: Run) -> None:
+    """The same experiment on 10 draws: its precondition fails, so its claim is inconclusive (harness tests)."""
+    _estimate(run, run.param("n", quick=10))
+
+
+def _estimate(run: Run, n: int) -> None:
+    run.check("sample_large_enough", n)
     x = run.rng.normal(size=n)
     se = 1.0 / np.sqrt(n)
     run.table([{"n": n, "sample mean": float(x.mean()), "standard error": se}])
