@@ -41,6 +41,10 @@ _STYLE = {
     "stale-schema": "bold red",
     "implemented": "cyan",
     "planned": "dim",
+    "ok": "green",
+    "stale": "yellow",
+    "mismatch": "bold red",
+    "not run": "dim",
 }
 
 
@@ -448,6 +452,49 @@ def bench(
             table.add_row(*[escape(_fmt(row.get(c))) for c in columns])
         console.print(table)
     if failed:
+        raise typer.Exit(1)
+
+
+@app.command()
+def evidence(
+    slugs: Annotated[
+        list[str] | None, typer.Argument(help="paper slugs (default: report every paper)")
+    ] = None,
+    commit: Annotated[
+        bool,
+        typer.Option("--commit", help="copy the latest full run of each named paper to evidence/<slug>/"),
+    ] = False,
+    out: Annotated[Path, typer.Option(help="results folder to take full runs from")] = Path("results"),
+) -> None:
+    """Committed full-run records: their state (ok, stale, mismatch, not run), or --commit new ones."""
+    from .harness.evidence import EVIDENCE, commit_evidence, evidence_state
+
+    chosen = list(slugs or [])
+    if _unknown(chosen):
+        _fail(f"unknown slug(s): {', '.join(_unknown(chosen))}; see neurips26 list")
+    if commit:
+        if not chosen:
+            _fail("--commit needs the slugs whose full runs to commit")
+        for slug in chosen:
+            try:
+                dest = commit_evidence(slug, out)
+            except (FileNotFoundError, ValueError) as err:
+                _fail(str(err))
+            console.print(
+                f"{slug}: committed {dest.relative_to(EVIDENCE.parent)} ({evidence_state(slug).summary()})"
+            )
+        return
+    table = Table(title="full-run evidence (evidence/<slug>/result.json)")
+    for col in ("paper", "state", "verdict", "date", "why"):
+        table.add_column(col)
+    bad = False
+    for slug in chosen or papers.slugs():
+        ev = evidence_state(slug)
+        why = "; ".join(ev.changed[:3] + ev.surprises[:3]) or ev.error
+        bad |= ev.state in ("mismatch", "unreadable")
+        table.add_row(slug, _styled(ev.state), _styled(ev.verdict), ev.date, escape(why))
+    console.print(table)
+    if bad:
         raise typer.Exit(1)
 
 

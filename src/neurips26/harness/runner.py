@@ -42,6 +42,7 @@ from .. import papers
 from .claims import Claims, ClaimsError, claims_at
 from .deps import MissingDependency, hint
 from .environment import capture_environment, thread_state
+from .evidence import source_hashes
 from .records import SCHEMA_VERSION, commit_run, new_run_dir, new_run_id, write_json_atomic
 from .run import ProgressSink, Run
 
@@ -224,6 +225,7 @@ def run_experiment(
         "status": "error" if error else "ok",
         **body,
         "claims": {"source": claims.source, "digest": claims.digest} if claims else None,
+        "sources": source_hashes(slug),
         "total_seconds": time.perf_counter() - t0,
         "environment": capture_environment(threads_in_effect),
         "started_at": started,
