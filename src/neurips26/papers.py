@@ -8,17 +8,18 @@ written here once. Everything that changes as work proceeds is derived, never ty
   that the paper's claims declaration (``claims.toml`` beside ``experiment.py``) predicts for quick mode; the
   verdict test asserts that the quick run measures exactly that;
 - ``status_note``: the declared reasons of the claim checks expected not to pass;
-- ``api``: the names the field package exports from the paper's package.
+- ``api``: the paper package's public names, its ``__init__``'s ``__all__`` (the field package re-exports each).
 
-Nothing here imports an implementation (or torch): ``neurips26 list`` reads the TOML declarations only.
+Nothing here imports an implementation (or torch): ``neurips26 list`` reads the TOML declarations, and ``api``
+reads ``__all__`` from the source with :mod:`ast`.
 """
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass
 from pathlib import Path
 
+from ._lazy import public_names
 from .harness.claims import VERDICTS, Claims, claims_at
 
 STATUSES = ("planned", "implemented", *VERDICTS)
@@ -102,14 +103,14 @@ class Paper:
 
     @property
     def api(self) -> tuple[str, ...]:
-        """Public names the field package (``neurips26.<field>``) exports from this paper's package."""
-        try:
-            field_pkg = importlib.import_module(f"neurips26.{self.field}")
-        except ModuleNotFoundError:
-            return ()
-        exports = getattr(field_pkg, "_EXPORTS", {})
-        sub = "." + self.module.rsplit(".", 1)[1]
-        return tuple(name for name, mod in exports.items() if mod == sub or mod.startswith(sub + "."))
+        """The paper's public names: its package's ``__all__``, read without importing the package.
+
+        ``neurips26.<field>`` re-exports every one of them lazily (``from neurips26.<field> import Name``).
+        Empty while the paper is planned; an ``__all__`` that is not a literal list of strings raises
+        :class:`~neurips26._lazy.PublicNamesError`.
+        """
+        init = self.package_dir / "__init__.py"
+        return public_names(init) if init.exists() else ()
 
 
 PAPERS: tuple[Paper, ...] = (
@@ -505,7 +506,9 @@ def get(slug: str) -> Paper:
     try:
         return _BY_SLUG[slug]
     except KeyError:
-        raise KeyError(f"unknown paper slug {slug!r}; `neurips26 list` shows the 38 known slugs") from None
+        raise KeyError(
+            f"unknown paper slug {slug!r}; `neurips26 list` shows the {len(PAPERS)} known slugs"
+        ) from None
 
 
 def slugs() -> list[str]:
@@ -513,7 +516,11 @@ def slugs() -> list[str]:
 
 
 def markdown_table() -> str:
-    """The README's paper table, generated from the registry (``neurips26 readme`` rewrites it)."""
+    """The README's paper table, generated from the registry (``neurips26 readme`` rewrites it).
+
+    The API column shows the first three names of each paper's ``__all__`` (so a package lists its headline
+    names first) and how many more there are.
+    """
     lines = [
         "| slug | paper | field | tier | status (quick) | full | API |",
         "| --- | --- | --- | --- | --- | --- | --- |",
@@ -521,7 +528,9 @@ def markdown_table() -> str:
     for p in PAPERS:
         link = f"[arXiv {p.arxiv}](https://arxiv.org/abs/{p.arxiv})" if p.arxiv else "no arXiv id found"
         api = p.api
-        names = ", ".join(f"`{name}`" for name in api[:3]) + (", ..." if len(api) > 3 else "")
+        names = ", ".join(f"`{name}`" for name in api[:3]) + (
+            f" and {len(api) - 3} more" if len(api) > 3 else ""
+        )
         lines.append(
             f"| `{p.slug}` | {p.title} ({link}) | {p.field} | {p.tier} | {p.status} | {p.full_status} "
             f"| {names or '-'} |"

@@ -1,26 +1,7 @@
 """Agents: MemForest (agent memory compression on SQLite) and MMSkills (multimodal skill packages)."""
 
-from .._lazy import attach
+from .._lazy import attach, field_exports
 
-_EXPORTS = {
-    "MemoryStore": ".memforest",
-    "MemoryStoreError": ".memforest",
-    "MemoryNodes": ".memforest",
-    "Hit": ".memforest",
-    "event_partition": ".memforest",
-    "eventtree_compress": ".memforest",
-    "anchor_rerank": ".memforest",
-    "extractive_merge": ".memforest",
-    "SkillPackage": ".mmskills",
-    "StateCard": ".mmskills",
-    "View": ".mmskills",
-    "TileParser": ".mmskills",
-    "BranchSkillAgent": ".mmskills",
-    "TextSkillAgent": ".mmskills",
-    "NoSkillAgent": ".mmskills",
-    "DirectInjectionAgent": ".mmskills",
-    "EpisodeSpec": ".mmskills",
-    "induce_library": ".mmskills",
-    "run_episode": ".mmskills",
-}
-__getattr__, __dir__, __all__ = attach(__name__, _EXPORTS)
+# Every name in a paper package's `__all__`, read without importing the package.
+_EXPORTS, _PROBLEMS = field_exports(__name__, __file__)
+__getattr__, __dir__, __all__ = attach(__name__, _EXPORTS, _PROBLEMS)

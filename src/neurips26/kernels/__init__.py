@@ -1,11 +1,7 @@
 """Kernels: manifold and graph random features."""
 
-from .._lazy import attach
+from .._lazy import attach, field_exports
 
-_EXPORTS = {
-    "ManifoldRandomFeatures": ".manifold_random_features",
-    "GraphRandomFeatures": ".manifold_random_features",
-    "heat_time_to_sigma2": ".manifold_random_features",
-    "intrinsic_dimension": ".manifold_random_features",
-}
-__getattr__, __dir__, __all__ = attach(__name__, _EXPORTS)
+# Every name in a paper package's `__all__`, read without importing the package.
+_EXPORTS, _PROBLEMS = field_exports(__name__, __file__)
+__getattr__, __dir__, __all__ = attach(__name__, _EXPORTS, _PROBLEMS)

@@ -1,15 +1,7 @@
 """Robotics: NoTVLA narrative action interfaces."""
 
-from .._lazy import attach
+from .._lazy import attach, field_exports
 
-_EXPORTS = {
-    "NarrativeActionInterface": ".notvla",
-    "NarrativeCodec": ".notvla",
-    "SplineDetokenizer": ".notvla",
-    "select_keyframes": ".notvla",
-    "rdp": ".notvla",
-    "PinholeCamera": ".notvla",
-    "DCTActionCodec": ".notvla",
-    "BinnedActionCodec": ".notvla",
-}
-__getattr__, __dir__, __all__ = attach(__name__, _EXPORTS)
+# Every name in a paper package's `__all__`, read without importing the package.
+_EXPORTS, _PROBLEMS = field_exports(__name__, __file__)
+__getattr__, __dir__, __all__ = attach(__name__, _EXPORTS, _PROBLEMS)

@@ -1,15 +1,7 @@
 """Systems: NitroBox, a lightweight namespace + overlayfs sandbox for RL rollouts."""
 
-from .._lazy import attach
+from .._lazy import attach, field_exports
 
-_EXPORTS = {
-    "Sandbox": ".nitrobox",
-    "SandboxPool": ".nitrobox",
-    "ExecResult": ".nitrobox",
-    "Snapshot": ".nitrobox",
-    "SandboxError": ".nitrobox",
-    "build_rootfs": ".nitrobox",
-    "python_binds": ".nitrobox",
-    "sandbox_support": ".nitrobox",
-}
-__getattr__, __dir__, __all__ = attach(__name__, _EXPORTS)
+# Every name in a paper package's `__all__`, read without importing the package.
+_EXPORTS, _PROBLEMS = field_exports(__name__, __file__)
+__getattr__, __dir__, __all__ = attach(__name__, _EXPORTS, _PROBLEMS)

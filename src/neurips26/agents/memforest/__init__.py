@@ -39,16 +39,16 @@ from .eventtree import (
 from .store import CompressionReport, Hit, MemoryStore, MemoryStoreError, minilm_embedder
 
 __all__ = [
-    "CompressionReport",
-    "CompressionResult",
-    "Hit",
-    "MemoryNodes",
     "MemoryStore",
     "MemoryStoreError",
-    "anchor_rerank",
+    "MemoryNodes",
+    "Hit",
     "event_partition",
     "eventtree_compress",
+    "anchor_rerank",
     "extractive_merge",
+    "CompressionReport",
+    "CompressionResult",
     "maximum_spanning_tree",
     "merge_provenance",
     "minilm_embedder",

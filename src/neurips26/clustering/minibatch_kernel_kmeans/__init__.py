@@ -5,11 +5,11 @@ from .kernel_kmeans import KernelKMeans, MiniBatchKernelKMeans, kernel_kmeans_pl
 from .kernels import HeatKernel, median_heuristic_gamma
 
 __all__ = [
-    "HeatKernel",
-    "KernelKMeans",
     "MiniBatchKernelKMeans",
-    "fit_dask_array",
+    "KernelKMeans",
+    "HeatKernel",
     "kernel_kmeans_plusplus",
     "median_heuristic_gamma",
+    "fit_dask_array",
     "predict_dask_array",
 ]

@@ -14,9 +14,9 @@ from .mmd import mmd2_unbiased, multiscale_bandwidths
 __all__ = [
     "ConvMMDDeconvolver",
     "ExtremeDeconvolution",
-    "gmm_gaussian_posterior_mean",
-    "grid_posterior_mean",
     "mmd2_unbiased",
     "multiscale_bandwidths",
     "npmle_grid",
+    "grid_posterior_mean",
+    "gmm_gaussian_posterior_mean",
 ]

@@ -20,18 +20,18 @@ from .gaussian_tilt import (
 )
 
 __all__ = [
-    "CorrectionField",
     "GaussianTilt",
-    "ar1_slice_covariance",
-    "correction_field",
-    "edm_sigma_schedule",
-    "gaussian_kl",
     "gaussian_sb_lift",
-    "ipf_ladder",
     "ratio_tilt",
+    "ipf_ladder",
+    "tilt_kl",
+    "gaussian_kl",
+    "correction_field",
+    "CorrectionField",
+    "ar1_slice_covariance",
+    "edm_sigma_schedule",
     "scalar_field_kl",
     "scalar_field_kl_mc",
     "squared_exponential_pixel_cov",
-    "tilt_kl",
     "tv_mc",
 ]

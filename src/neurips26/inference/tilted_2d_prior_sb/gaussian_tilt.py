@@ -37,22 +37,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import linalg
 
-__all__ = [
-    "CorrectionField",
-    "GaussianTilt",
-    "ar1_slice_covariance",
-    "correction_field",
-    "edm_sigma_schedule",
-    "gaussian_kl",
-    "gaussian_sb_lift",
-    "ipf_ladder",
-    "ratio_tilt",
-    "scalar_field_kl",
-    "scalar_field_kl_mc",
-    "squared_exponential_pixel_cov",
-    "tilt_kl",
-    "tv_mc",
-]
+# The public names are listed once, in the package's __all__ (neurips26.inference.tilted_2d_prior_sb).
 
 
 # ----------------------------------------------------------------------------------------------------------

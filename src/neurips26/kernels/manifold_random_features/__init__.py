@@ -20,11 +20,11 @@ from .manifold_random_features import (
 )
 
 __all__ = [
-    "GraphRandomFeatures",
     "ManifoldRandomFeatures",
-    "farthest_point_sampling",
+    "GraphRandomFeatures",
     "heat_time_to_sigma2",
     "intrinsic_dimension",
+    "farthest_point_sampling",
     "knn_gaussian_graph",
     "modulation_function",
 ]

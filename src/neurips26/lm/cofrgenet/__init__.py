@@ -18,11 +18,11 @@ from .continued_fraction import (
 
 __all__ = [
     "Cffn",
-    "DyadicSchedule",
     "GatedCFFN",
+    "DyadicSchedule",
+    "continued_fraction",
     "continuant",
     "continuants",
-    "continued_fraction",
     "fraction_gradient",
     "nested_fraction",
 ]

@@ -38,19 +38,19 @@ from .integrate import (
 from .world import FAMILIES, RELATIONS, ClinicalWorld, Comparison, Example, UpdateRecord, compose, flip
 
 __all__ = [
+    "ClinicalWorld",
+    "IntegrationConfig",
+    "evaluate_families",
     "FAMILIES",
     "FT_STRATEGIES",
     "RELATIONS",
     "STRATEGIES",
     "BM25Retriever",
-    "ClinicalWorld",
     "Comparison",
     "Example",
-    "IntegrationConfig",
     "ProbeClassifier",
     "UpdateRecord",
     "compose",
-    "evaluate_families",
     "flip",
     "integrate",
     "leaked_probes",

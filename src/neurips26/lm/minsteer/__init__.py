@@ -15,15 +15,15 @@ from .minsteer import (
 )
 
 __all__ = [
-    "DEFAULT_FLIP",
-    "DEFAULT_STYLE_INSTRUCTION",
-    "RewriteContrast",
-    "SteeredBatch",
-    "caa_direction",
     "contrastive_rewrite_direction",
     "contrastive_rewrite_directions",
-    "generate_steered",
-    "random_direction",
-    "steer",
+    "caa_direction",
     "two_sequence_direction",
+    "random_direction",
+    "generate_steered",
+    "steer",
+    "RewriteContrast",
+    "DEFAULT_FLIP",
+    "DEFAULT_STYLE_INSTRUCTION",
+    "SteeredBatch",
 ]

@@ -44,19 +44,7 @@ from torch import nn
 from ..residual import add_to_residual, n_layers, record_residual
 from ..smollm2 import Decoder, encode_batch
 
-__all__ = [
-    "DEFAULT_FLIP",
-    "DEFAULT_STYLE_INSTRUCTION",
-    "RewriteContrast",
-    "SteeredBatch",
-    "caa_direction",
-    "contrastive_rewrite_direction",
-    "contrastive_rewrite_directions",
-    "generate_steered",
-    "random_direction",
-    "steer",
-    "two_sequence_direction",
-]
+# The public names are listed once, in the package's __all__ (neurips26.lm.minsteer).
 
 DEFAULT_STYLE_INSTRUCTION = "{prompt} Make it sound {style}."
 DEFAULT_FLIP = "Now rewrite that so it sounds {style}."

@@ -21,16 +21,16 @@ from .speculative import SpeculativeResult, greedy_decode, self_speculative_deco
 from .worlds import GridWalk, PathStar, grid_walk, path_star
 
 __all__ = [
-    "GridWalk",
+    "NextLatModel",
     "LatentDynamics",
     "MultiTokenModel",
-    "NextLatModel",
-    "PathStar",
     "SpeculativeResult",
-    "effective_rank",
+    "self_speculative_decode",
     "greedy_decode",
     "grid_walk",
-    "linear_probe_accuracy",
     "path_star",
-    "self_speculative_decode",
+    "effective_rank",
+    "linear_probe_accuracy",
+    "GridWalk",
+    "PathStar",
 ]

@@ -4,10 +4,10 @@ from .organisms import DESIGN_HACK_RATE, ModArithWorld, Sample, evaluate_rates, 
 from .pearl import PEARLConfig, PEARLTrainer
 
 __all__ = [
-    "DESIGN_HACK_RATE",
-    "ModArithWorld",
     "PEARLConfig",
     "PEARLTrainer",
+    "ModArithWorld",
+    "DESIGN_HACK_RATE",
     "Sample",
     "evaluate_rates",
     "greedy_responses",

@@ -18,17 +18,17 @@ from .tokenizer import (
 )
 
 __all__ = [
-    "CNNExpert",
-    "CausalSliceConv",
     "MedVTokenizer",
-    "MultiExpertAlignment",
     "VectorQuantizer",
-    "codebook_usage",
-    "fit_expert",
+    "CausalSliceConv",
+    "MultiExpertAlignment",
+    "slice_differential_loss",
     "inter_slice_difference_error",
+    "train_tokenizer",
+    "codebook_usage",
+    "CNNExpert",
+    "fit_expert",
     "make_phantoms",
     "make_textured_disks",
-    "slice_differential_loss",
     "texture_features",
-    "train_tokenizer",
 ]

@@ -23,4 +23,9 @@ from .curation import CurationDecision, curation_rule
 from .synthetic import make_text_table
 from .target_aware import TargetAwareTextEncoder
 
-__all__ = ["CurationDecision", "TargetAwareTextEncoder", "curation_rule", "make_text_table"]
+__all__ = [
+    "TargetAwareTextEncoder",
+    "CurationDecision",
+    "curation_rule",
+    "make_text_table",
+]

@@ -25,11 +25,11 @@ from .sketch import Observability, SourceSketch, compute_sketch, observability
 
 __all__ = [
     "ObsAlign",
-    "Observability",
     "Source",
     "SourceSketch",
+    "Observability",
     "compute_sketch",
-    "make_bundled_sources",
-    "make_planted_sources",
     "observability",
+    "make_planted_sources",
+    "make_bundled_sources",
 ]

@@ -24,17 +24,17 @@ from .modellens import ModelLens, family_from_name, name_tokens, zscore_groups
 from .ranking_metrics import hit_at_1, ndcg_at_k, ranking_report, regret_at_1, weighted_tau
 
 __all__ = [
-    "LEARNERS",
     "ModelLens",
-    "family_from_name",
-    "hit_at_1",
-    "lcdb_models",
     "load_lcdb",
     "load_lcdb_datasets",
-    "name_tokens",
-    "ndcg_at_k",
+    "lcdb_models",
     "ranking_report",
-    "regret_at_1",
+    "ndcg_at_k",
     "weighted_tau",
+    "hit_at_1",
+    "regret_at_1",
     "zscore_groups",
+    "LEARNERS",
+    "family_from_name",
+    "name_tokens",
 ]

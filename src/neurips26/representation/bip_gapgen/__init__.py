@@ -19,18 +19,18 @@ from .geometry import (
 from .provisioning import IdentityProvisioner, RoundStats, provision_identities, uniform_sphere
 
 __all__ = [
+    "provision_identities",
     "IdentityProvisioner",
-    "RealSubspace",
-    "RoundStats",
     "count_collisions",
     "density_realisability",
-    "impostor_threshold",
     "knn_cosines",
-    "minilm_name_gallery",
-    "provision_identities",
+    "impostor_threshold",
     "real_subspace",
     "realisability",
-    "stdlib_names",
     "synthetic_gallery",
+    "minilm_name_gallery",
     "uniform_sphere",
+    "RealSubspace",
+    "RoundStats",
+    "stdlib_names",
 ]

@@ -27,10 +27,10 @@ from .navigate_and_stop import (
 
 __all__ = [
     "NavigateAndStop",
-    "TabularEnv",
-    "DiscreteSpace",
     "oracle_allocation",
     "characteristic_time",
+    "TabularEnv",
+    "DiscreteSpace",
     "bound_terms",
     "BoundTerms",
     "AllocationSolver",

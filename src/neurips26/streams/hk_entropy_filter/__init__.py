@@ -19,12 +19,12 @@ from .ngram_lm import TrigramLM
 from .stdlib_corpus import stdlib_docstrings
 
 __all__ = [
-    "EntropyRateFilter",
-    "TrigramLM",
-    "entropy_from_match_lengths",
     "entropy_rate",
+    "EntropyRateFilter",
     "match_lengths",
+    "entropy_from_match_lengths",
     "naive_match_lengths",
     "stdlib_docstrings",
+    "TrigramLM",
     "tokenize",
 ]

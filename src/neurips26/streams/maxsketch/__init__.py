@@ -14,10 +14,10 @@ from .maxsketch import (
 )
 
 __all__ = [
-    "LogLinearCalibration",
     "MaxSketch",
-    "estimate_from_maxima",
-    "estimate_noise_scale",
     "sketch_dask",
+    "LogLinearCalibration",
+    "estimate_noise_scale",
+    "estimate_from_maxima",
     "sphere_coordinate_logsf",
 ]

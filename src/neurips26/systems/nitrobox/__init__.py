@@ -5,11 +5,11 @@ from .rootfs import build_rootfs, python_binds
 from .sandbox import ExecResult, Sandbox, SandboxError, Snapshot, sandbox_support
 
 __all__ = [
-    "ExecResult",
     "Sandbox",
-    "SandboxError",
     "SandboxPool",
+    "ExecResult",
     "Snapshot",
+    "SandboxError",
     "build_rootfs",
     "python_binds",
     "sandbox_support",

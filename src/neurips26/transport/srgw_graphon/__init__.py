@@ -12,14 +12,14 @@ from .srgw import round_coupling, srgw_conditional_gradient, srgw_loss, update_b
 
 __all__ = [
     "SRGWGraphonEstimator",
-    "srgw_block_coordinate_descent",
     "srgw_conditional_gradient",
+    "srgw_block_coordinate_descent",
+    "usvt_estimate",
+    "sas_estimate",
     "srgw_loss",
     "update_block_matrix",
     "round_coupling",
     "initial_coupling",
-    "usvt_estimate",
-    "sas_estimate",
     "spectral_sbm_estimate",
     "sample_sbm",
     "sample_graphon",

@@ -19,20 +19,20 @@ from .training import ImageTeacher, LookWhenClassifier, VideoTeacher, compute_ta
 from .videos import MovingShapes, make_moving_shapes
 
 __all__ = [
-    "ImageTeacher",
     "LookWhen",
     "LookWhenClassifier",
+    "make_moving_shapes",
+    "token_uniqueness",
+    "frame_normalise",
+    "random_selection",
+    "uniform_temporal_selection",
+    "frame_difference_selection",
+    "selection_overlap",
+    "ImageTeacher",
     "MovingShapes",
     "VideoTeacher",
     "compute_targets",
     "finetune",
-    "frame_difference_selection",
-    "frame_normalise",
-    "make_moving_shapes",
     "pretrain",
-    "random_selection",
     "selection_kl_loss",
-    "selection_overlap",
-    "token_uniqueness",
-    "uniform_temporal_selection",
 ]
