@@ -512,3 +512,9 @@ def readme(path: Annotated[Path, typer.Option(help="README to update")] = Path("
     _, tail = rest.split(README_END, 1)
     path.write_text(head + README_START + "\n" + papers.markdown_table() + "\n" + README_END + tail)
     console.print(f"updated the paper table in {path}")
+    from .harness.evidence import EVIDENCE, evidence_markdown
+
+    page = path.parent / EVIDENCE.name / "README.md"
+    page.parent.mkdir(exist_ok=True)
+    page.write_text(evidence_markdown())
+    console.print(f"updated {page}")

@@ -521,11 +521,15 @@ def markdown_table() -> str:
     The API column shows the first three names of each paper's ``__all__`` (so a package lists its headline
     names first) and how many more there are.
     """
+    from .harness.evidence import evidence_state
+
     lines = [
-        "| slug | paper | field | tier | status (quick) | full | API |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
+        "| slug | paper | field | tier | status (quick) | full: declared | full: measured | API |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for p in PAPERS:
+        ev = evidence_state(p.slug)
+        measured = ev.summary() if ev.state == "not run" else f"[{ev.summary()}](evidence/{p.slug}/)"
         link = f"[arXiv {p.arxiv}](https://arxiv.org/abs/{p.arxiv})" if p.arxiv else "no arXiv id found"
         api = p.api
         names = ", ".join(f"`{name}`" for name in api[:3]) + (
@@ -533,6 +537,6 @@ def markdown_table() -> str:
         )
         lines.append(
             f"| `{p.slug}` | {p.title} ({link}) | {p.field} | {p.tier} | {p.status} | {p.full_status} "
-            f"| {names or '-'} |"
+            f"| {measured} | {names or '-'} |"
         )
     return "\n".join(lines)

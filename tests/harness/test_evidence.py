@@ -121,3 +121,21 @@ def test_every_committed_record_agrees_with_its_declaration():
     stale = {s: e.changed for s, e in states.items() if e.state == "stale"}
     if stale:
         warnings.warn(f"stale full records (their code changed; rerun with --full): {stale}", stacklevel=1)
+
+
+def test_the_evidence_page_is_current():
+    """evidence/README.md is generated from the records (`neurips26 readme`), like the README's table."""
+    from neurips26.harness.evidence import evidence_markdown
+
+    page = EVIDENCE / "README.md"
+    assert page.exists() and page.read_text() == evidence_markdown(), "run `neurips26 readme`"
+
+
+def test_the_evidence_page_lists_a_record_check_by_check(tree):
+    from neurips26.harness.evidence import evidence_markdown
+
+    root, src, sources = tree
+    _write(root, _record(sources=sources))
+    text = evidence_markdown(root)
+    first = papers.get(SLUG).claims.for_mode("full")[0].id
+    assert f"## `{SLUG}`" in text and f"| `{first}` |" in text

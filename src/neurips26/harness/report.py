@@ -10,6 +10,7 @@ seed sweeps and the peer-benchmark rows. The HTML is the same Markdown rendered 
 from __future__ import annotations
 
 import html as _html
+import os
 from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
@@ -18,6 +19,7 @@ from typing import Any
 from .. import papers
 from .claims import fill_reason
 from .environment import git_state
+from .evidence import evidence_state
 from .records import BROKEN, load_bench, load_result, load_sweep, write_text_atomic
 from .run import fmt_number, unmet_preconditions
 
@@ -68,6 +70,8 @@ def _run_state(result: dict[str, Any] | None, paper: papers.Paper) -> str:
     """ok / error / unreadable / stale-schema / stale (declaration changed since the run) / none."""
     if result is None:
         return "none"
+    if result.get("evidence_state"):  # committed evidence is dated by its code, not by the declaration
+        return "stale" if result["evidence_state"] == "stale" else "ok"
     status = result.get("status")
     if status in BROKEN or status == "error":
         return status
@@ -90,6 +94,10 @@ def _collect(out: Path) -> list[dict[str, Any]]:
     rows = []
     for p in papers.PAPERS:
         runs = {m: load_result(p.slug, out, m) for m in MODES}
+        if runs["full"] is None:  # no local full run: show the committed one (harness.evidence)
+            ev = evidence_state(p.slug)
+            if ev.record is not None and ev.state != "unreadable":
+                runs["full"] = {**ev.record, "evidence_state": ev.state}
         sweeps = {m: s for m in MODES if (s := load_sweep(p.slug, out, m)) is not None}
         rows.append({"paper": p, "runs": runs, "sweeps": sweeps, "bench": load_bench(p.slug, out)})
     return rows
@@ -224,13 +232,15 @@ def _paper_section(r: dict[str, Any], out: Path) -> list[str]:
     for m, res in runs.items():
         state = _run_state(res, p)
         head = f"#### {m} mode, seed {res.get('seed')}: {_tag(_verdict_word(res))}"
-        if state == "stale":
+        if res.get("evidence_state"):
+            head += f" (committed evidence, `evidence/{p.slug}/`: {res['evidence_state']})"
+        elif state == "stale":
             head += " (stale: declaration changed since)"
         md += [head, ""]
         if state in BROKEN:
             md += [f"Record {state}: `{res.get('path')}` ({res.get('error')}).", ""]
             continue
-        run_dir = Path(res["path"]).parent.relative_to(out) if "path" in res else Path(p.slug)
+        run_dir = Path(os.path.relpath(Path(res["path"]).parent, out)) if "path" in res else Path(p.slug)
         if state == "error":
             md += ["```", (res.get("error") or "").strip(), "```", ""]
         if res.get("params"):
