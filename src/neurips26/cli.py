@@ -464,17 +464,25 @@ def evidence(
         bool,
         typer.Option("--commit", help="copy the latest full run of each named paper to evidence/<slug>/"),
     ] = False,
+    all_: Annotated[
+        bool, typer.Option("--all", help="with --commit: every paper whose latest full run is complete")
+    ] = False,
     out: Annotated[Path, typer.Option(help="results folder to take full runs from")] = Path("results"),
 ) -> None:
     """Committed full-run records: their state (ok, stale, mismatch, not run), or --commit new ones."""
     from .harness.evidence import EVIDENCE, commit_evidence, evidence_state
+    from .harness.records import load_result
 
     chosen = list(slugs or [])
     if _unknown(chosen):
         _fail(f"unknown slug(s): {', '.join(_unknown(chosen))}; see neurips26 list")
+    if all_ and (chosen or not commit):
+        _fail("--all goes with --commit and no slugs")
+    if all_:
+        chosen = [s for s in papers.slugs() if (load_result(s, out, "full") or {}).get("status") == "ok"]
     if commit:
         if not chosen:
-            _fail("--commit needs the slugs whose full runs to commit")
+            _fail("--commit needs the slugs whose full runs to commit (or --all)")
         for slug in chosen:
             try:
                 dest = commit_evidence(slug, out)

@@ -139,3 +139,16 @@ def test_the_evidence_page_lists_a_record_check_by_check(tree):
     text = evidence_markdown(root)
     first = papers.get(SLUG).claims.for_mode("full")[0].id
     assert f"## `{SLUG}`" in text and f"| `{first}` |" in text
+
+
+def test_evidence_command_usage():
+    from typer.testing import CliRunner
+
+    from neurips26.cli import app
+
+    runner = CliRunner()
+    assert runner.invoke(app, ["evidence", "--all"]).exit_code == 2  # --all only commits
+    assert runner.invoke(app, ["evidence", "nope"]).exit_code == 2
+    assert runner.invoke(app, ["evidence", "--commit"]).exit_code == 2
+    listed = runner.invoke(app, ["evidence", SLUG])
+    assert listed.exit_code == 0 and SLUG in listed.output
