@@ -239,6 +239,11 @@ def run(run: Run) -> None:
     run.metric("val_gpt", float(np.mean(col(gpt, "val_loss"))))
     run.metric("val_nextlat", float(np.mean(col(nl, "val_loss"))))
     run.metric("oracle_loss", float(np.mean([r["oracle"] for r in results])))
+    # a lower effective rank is a more compact belief state only if the latents still carry the state
+    run.check(
+        "latents_keep_the_state",
+        [a / b for a, b in zip(col(nl, "probe_accuracy"), col(gpt, "probe_accuracy"), strict=True)],
+    )
     run.check("effective_rank_ratio", rank_ratio)
     if min(rank_ratio) <= 0.8 and np.mean(col(nl, "probe_accuracy")) < np.mean(col(gpt, "probe_accuracy")):
         run.note(
