@@ -9,8 +9,10 @@ Layout under the results folder::
     <slug>/bench.json                       rows written by ``neurips26 bench``
 
 A record is written to a temporary file and renamed into place, and the pointer is moved only after the
-record is complete, so an interrupted run never leaves a half-written result behind the pointer. Readers never
-raise on a damaged or old-schema file: they return a record whose ``status`` says so, and the caller carries on.
+record is complete, so an interrupted run never leaves a half-written result behind the pointer. Files are
+world-readable like any other file the user writes (0644 under the usual umask), so that a report can be served
+or read by another user. Readers never raise on a damaged or old-schema file: they return a record whose
+``status`` says so, and the caller carries on.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import secrets
 import shutil
 import tempfile
 from datetime import UTC, datetime
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -29,12 +32,25 @@ KEEP_RUNS = 5  # complete runs kept per (paper, mode); older run folders are rem
 BROKEN = ("unreadable", "stale-schema")
 
 
+@lru_cache(maxsize=1)
+def _file_mode() -> int:
+    """The mode ``open()`` would give a new file (0o666 less the umask); mkstemp's 0600 would survive the rename."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return 0o666 & ~int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0o644  # no /proc (macOS): the usual umask 022; os.umask() cannot be read without setting it
+
+
 def write_text_atomic(path: Path, text: str) -> Path:
     """Write ``text`` to ``path`` through a temporary file in the same folder and an atomic rename."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, _file_mode())
         with os.fdopen(fd, "w") as fh:
             fh.write(text)
             fh.flush()
