@@ -137,6 +137,24 @@ def _seed_everything(seed: int) -> None:
         sys.modules["torch"].manual_seed(seed)
 
 
+def _empty_body(slug: str, mode: str, seed: int) -> dict[str, Any]:
+    """The record fields of a run that failed before its experiment started (readers need every one)."""
+    return {
+        "slug": slug,
+        "mode": mode,
+        "seed": int(seed),
+        "verdict": None,
+        "expected_verdict": None,
+        "checks": [],
+        "tables": [],
+        "figures": [],
+        "timings": {},
+        "metrics": {},
+        "params": {},
+        "notes": [],
+    }
+
+
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
@@ -213,7 +231,7 @@ def run_experiment(
         if record_dir is None:
             shutil.rmtree(run_dir, ignore_errors=True)
         raise
-    body = run.to_dict() if run is not None else {"slug": slug, "mode": mode, "seed": seed, "verdict": None}
+    body = run.to_dict() if run is not None else _empty_body(slug, mode, seed)
     if error:
         body["verdict"] = None
     result = {
