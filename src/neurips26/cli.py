@@ -269,7 +269,7 @@ def run(
 
     from .harness.deps import MissingDependency
     from .harness.executor import EXECUTORS, SchedulerUnreachable, parse_seeds, run_many
-    from .harness.runner import ExperimentNotAvailable, resolve
+    from .harness.runner import ExperimentNotAvailable, check_runnable
 
     if all_ and slugs:
         _fail("name slugs or --all, not both")
@@ -295,9 +295,9 @@ def run(
     check_out_dir(out)
     failed = False
     runnable = []
-    for slug in chosen:  # fail fast, before any work, on papers without an experiment or a dependency
+    for slug in chosen:  # fail fast, before any work and without importing it: no experiment, a missing extra
         try:
-            resolve(slug, experiment)
+            check_runnable(slug, experiment)
             runnable.append(slug)
         except (ExperimentNotAvailable, MissingDependency) as err:
             err_console.print(str(err), markup=False, highlight=False)

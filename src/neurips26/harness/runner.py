@@ -31,7 +31,7 @@ import sys
 import time
 import traceback
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -40,7 +40,7 @@ import numpy as np
 
 from .. import papers
 from .claims import Claims, ClaimsError, claims_at
-from .deps import MissingDependency, extra_of, hint
+from .deps import MissingDependency, extra_of, hint, imports_of, missing_imports, source_of
 from .environment import capture_environment, thread_state
 from .records import SCHEMA_VERSION, commit_run, new_run_dir, new_run_id, write_json_atomic
 from .run import ProgressSink, Run
@@ -49,9 +49,12 @@ __all__ = [
     "SCHEMA_VERSION",
     "ExperimentNotAvailable",
     "MissingDependency",
+    "check_runnable",
     "load_experiment",
     "run_experiment",
 ]
+_THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+_NO_POT_TORCH = "POT_BACKEND_DISABLE_PYTORCH"
 
 
 class ExperimentNotAvailable(LookupError):
@@ -104,6 +107,25 @@ def _experiment_module(slug: str, experiment: str | None) -> str:
     return (experiment or papers.get(slug).experiment).partition(":")[0]
 
 
+def check_runnable(slug: str, experiment: str | None = None) -> None:
+    """Raise what :func:`resolve` would for a paper without an experiment or with a missing dependency, but
+    read from the files alone: nothing is imported, so ``run --all`` starts at once and the process that
+    dispatches the workers stays small. A dependency imported only inside ``run()`` is caught when it runs."""
+    module_name = _experiment_module(slug, experiment)
+    if experiment is None and papers.get(slug).claims is None:
+        raise ExperimentNotAvailable(
+            f"{slug!r} has no claims declaration yet ({papers.get(slug).claims_path})"
+        )
+    path = source_of(module_name)
+    if path is None:
+        raise ExperimentNotAvailable(f"{slug!r} has no experiment yet; expected at {module_name}")
+    if experiment is not None and not path.with_name("claims.toml").exists():
+        raise ExperimentNotAvailable(f"{experiment}: no claims.toml beside {path}")
+    missing = missing_imports(module_name)
+    if missing:
+        raise MissingDependency(f"{slug}: {hint(missing[0], _extra(slug, module_name))}")
+
+
 def resolve(slug: str, experiment: str | None = None) -> tuple[Any, Claims, str, str]:
     """The experiment function, its claims declaration, title and tier.
 
@@ -133,18 +155,24 @@ def load_experiment(slug: str) -> Any:
 
 
 @contextmanager
-def _thread_limits(threads: int | None) -> Iterator[None]:
-    """Cap BLAS (threadpoolctl) and torch intra-op threads for the block; restore them afterwards."""
+def _thread_limits(threads: int | None, wants_torch: bool = False) -> Iterator[None]:
+    """Cap BLAS (threadpoolctl) and torch intra-op threads for the block; restore them afterwards.
+
+    torch is imported here only for an experiment that imports it somewhere (``wants_torch``, read from its
+    source), so that a lazy import inside ``run()`` is capped and seeded too; a numpy-only paper never pays
+    the seconds torch takes to import. The OpenMP/BLAS variables are set for the block as well, so that a
+    pool loaded later (an import the source scan could not see) starts capped.
+    """
     if threads is None:
         yield
         return
     from threadpoolctl import threadpool_limits
 
-    torch = None
-    if importlib.util.find_spec("torch") is not None:
-        import torch  # experiments may import it lazily; cap it before they do
+    if wants_torch and "torch" not in sys.modules and importlib.util.find_spec("torch") is not None:
+        importlib.import_module("torch")
+    torch = sys.modules.get("torch")
     previous = torch.get_num_threads() if torch is not None else None
-    with threadpool_limits(limits=threads):
+    with _environ(dict.fromkeys(_THREAD_VARS, str(threads))), threadpool_limits(limits=threads):
         if torch is not None:
             torch.set_num_threads(threads)
         try:
@@ -152,6 +180,21 @@ def _thread_limits(threads: int | None) -> Iterator[None]:
         finally:
             if torch is not None:
                 torch.set_num_threads(previous)
+
+
+@contextmanager
+def _environ(values: dict[str, str]) -> Iterator[None]:
+    """Set environment variables for the block; restore them afterwards."""
+    saved = {var: os.environ.get(var) for var in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for var, value in saved.items():
+            if value is None:
+                os.environ.pop(var, None)
+            else:
+                os.environ[var] = value
 
 
 def _seed_everything(seed: int) -> None:
@@ -225,7 +268,14 @@ def run_experiment(
     error: str | None = None
     threads_in_effect: dict[str, Any] | None = None
     claims: Claims | None = None
+    scoped = ExitStack()
     try:
+        module_name = _experiment_module(slug, experiment)
+        wants_torch = "torch" in imports_of(module_name, lazy=True, optional=True)
+        if not wants_torch and _NO_POT_TORCH not in os.environ:
+            # POT imports torch for its torch backend when torch is installed: seconds a paper without torch
+            # code would pay on every run (its numpy arrays take the numpy backend either way)
+            scoped.enter_context(_environ({_NO_POT_TORCH: "1"}))
         experiment_fn, claims, title, tier = resolve(slug, experiment)
         run = Run(
             slug=slug,
@@ -237,11 +287,15 @@ def run_experiment(
         )
         if not claims.for_mode(mode):
             raise ClaimsError(f"{slug}: no check is declared for {mode} mode")
-        with _thread_limits(threads):
+        with _thread_limits(threads, wants_torch):
             _seed_everything(seed)
             threads_in_effect = thread_state()
             threads_in_effect["requested"] = threads
-            experiment_fn(run)
+            try:
+                experiment_fn(run)
+            finally:
+                if "torch" in sys.modules and "torch" not in threads_in_effect:  # imported by the run
+                    threads_in_effect["torch"] = sys.modules["torch"].get_num_threads()
         problems = run.problems()
         if problems:
             error = "the run does not match its declaration:\n- " + "\n- ".join(problems)
@@ -257,6 +311,8 @@ def run_experiment(
         if record_dir is None:
             shutil.rmtree(run_dir, ignore_errors=True)
         raise
+    finally:
+        scoped.close()
     body = run.to_dict() if run is not None else _empty_body(slug, mode, seed)
     if error:
         body["verdict"] = None
