@@ -48,6 +48,38 @@ class SchedulerUnreachable(ConnectionError):
     """The Dask scheduler named by the user could not be reached."""
 
 
+def check_options(
+    executor: str = "local",
+    jobs: int = 1,
+    scheduler: str | None = None,
+    seeds: Sequence[int] = (0,),
+    task_timeout: float | None = None,
+) -> None:
+    """Raise ``ValueError`` for options :func:`run_many` cannot honour (the CLI asks before its pre-flight)."""
+    if executor not in EXECUTORS:
+        raise ValueError(f"executor must be one of {EXECUTORS}, got {executor!r}")
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        raise ValueError(f"jobs must be a positive integer, got {jobs!r}")
+    if executor == "dask" and not scheduler:
+        raise ValueError("executor 'dask' needs scheduler='tcp://HOST:PORT' (or use executor 'dask-local')")
+    if not seeds:
+        raise ValueError("seeds must name at least one seed")
+    if any(isinstance(s, bool) or not isinstance(s, (int, np.integer)) or s < 0 for s in seeds):
+        raise ValueError(f"seeds must be non-negative integers, got {list(seeds)!r}")
+    if task_timeout is not None:
+        if (
+            isinstance(task_timeout, bool)
+            or not isinstance(task_timeout, (int, float))
+            or not task_timeout > 0
+        ):
+            raise ValueError(f"the task timeout must be a positive number of seconds, got {task_timeout!r}")
+        if executor != "local" or jobs < 2:
+            raise ValueError(
+                "a task timeout needs local worker processes (executor 'local', jobs > 1): "
+                "a task that runs in this process cannot be stopped"
+            )
+
+
 def parse_seeds(text: str) -> list[int]:
     """``"0-9"`` -> 0..9, ``"0,3,7"`` -> [0, 3, 7], ``"5"`` -> [5]; raises ``ValueError`` otherwise."""
     seeds: list[int] = []
@@ -216,17 +248,10 @@ def run_many(
     ``on_result`` is called with each result as it completes. A crashed experiment, a killed worker or a lost
     Dask task gives a result with ``status == "error"``; it never stops the others. ``experiment`` overrides
     the registry's experiment (``"module:function"``, for the harness self-test). ``threads`` caps BLAS/torch
-    threads inside each experiment (see ``run_experiment``); ``task_timeout`` (seconds, local processes only)
-    kills a task that runs longer.
+    threads inside each experiment (see ``run_experiment``); ``task_timeout`` (seconds; local processes only,
+    a ``ValueError`` otherwise) stops a task that runs longer. Options are checked by :func:`check_options`.
     """
-    if executor not in EXECUTORS:
-        raise ValueError(f"executor must be one of {EXECUTORS}, got {executor!r}")
-    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
-        raise ValueError(f"jobs must be a positive integer, got {jobs!r}")
-    if executor == "dask" and not scheduler:
-        raise ValueError("executor 'dask' needs scheduler='tcp://HOST:PORT' (or use executor 'dask-local')")
-    if not seeds:
-        raise ValueError("seeds must name at least one seed")
+    check_options(executor, jobs, scheduler, seeds, task_timeout)
     out_dir = Path(out_dir)
     sweep = len(seeds) > 1
     stamp = new_run_id(seeds[0]) if sweep else ""

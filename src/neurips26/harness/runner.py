@@ -254,6 +254,8 @@ def run_experiment(
         raise ValueError(f"mode must be 'quick' or 'full', got {mode!r}")
     if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
         raise ValueError(f"threads must be a positive integer or None, got {threads!r}")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")  # before a folder is made
     if experiment is None:
         papers.get(slug)  # unknown slug: KeyError before anything is written
     started = _now()
