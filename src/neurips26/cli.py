@@ -262,12 +262,20 @@ def run(
     """Run reproduction experiments; write OUT/<slug>/<mode>/<run-id>/; print tables and verdicts.
 
     Exits 2 for bad usage, 1 for a crashed experiment (or, with --strict, a check that differs from its
-    declaration), never for an honest not-reproduced verdict.
+    declaration), never for an honest not-reproduced verdict; 130 on Ctrl-C and 143 on SIGTERM, after the
+    running experiments are stopped and their unfinished run folders removed.
     """
     from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
     from .harness.deps import MissingDependency
-    from .harness.executor import EXECUTORS, SchedulerUnreachable, check_options, parse_seeds, run_many
+    from .harness.executor import (
+        EXECUTORS,
+        SchedulerUnreachable,
+        Terminated,
+        check_options,
+        parse_seeds,
+        run_many,
+    )
     from .harness.runner import ExperimentNotAvailable, check_runnable
 
     if all_ and slugs:
@@ -337,9 +345,10 @@ def run(
             )
     except (SchedulerUnreachable, ValueError, ImportError) as err:
         _fail(str(err))
-    except KeyboardInterrupt:
-        err_console.print("interrupted: queued experiments cancelled, running ones stopped")
-        raise typer.Exit(130) from None
+    except KeyboardInterrupt as err:
+        how = "terminated (SIGTERM)" if isinstance(err, Terminated) else "interrupted"
+        err_console.print(f"{how}: queued experiments cancelled, running ones stopped")
+        raise typer.Exit(143 if isinstance(err, Terminated) else 130) from None
     failed |= any(r["status"] != "ok" for r in results)
     surprises = [
         (r["slug"], r["seed"], c)

@@ -75,8 +75,8 @@ def mode_dir(out_dir: str | Path, slug: str, mode: str) -> Path:
     return Path(out_dir) / slug / mode
 
 
-def new_run_dir(out_dir: str | Path, slug: str, mode: str, seed: int) -> Path:
-    path = mode_dir(out_dir, slug, mode) / new_run_id(seed)
+def new_run_dir(out_dir: str | Path, slug: str, mode: str, seed: int, run_id: str | None = None) -> Path:
+    path = mode_dir(out_dir, slug, mode) / (run_id or new_run_id(seed))
     path.mkdir(parents=True, exist_ok=False)
     return path
 
@@ -99,6 +99,12 @@ def _pointer(path: Path) -> str | None:
     except (FileNotFoundError, NotADirectoryError, UnicodeDecodeError, OSError):
         return None
     return name if name and "/" not in name and name not in (".", "..") else None
+
+
+def discard_unfinished(run_dir: Path) -> None:
+    """Remove a run folder that holds no record (its task was interrupted or killed before writing one)."""
+    if run_dir.is_dir() and not (run_dir / "result.json").exists():
+        shutil.rmtree(run_dir, ignore_errors=True)
 
 
 _NUMBER = (int, float)

@@ -236,6 +236,7 @@ def run_experiment(
     threads: int | None = 1,
     record_dir: str | Path | None = None,
     embed_files: bool = False,
+    run_id: str | None = None,
 ) -> dict[str, Any]:
     """Run ``slug``'s experiment; write and return its run record.
 
@@ -248,7 +249,11 @@ def run_experiment(
     on the machine's core count (multi-threaded reductions change rounding), small torch models do not pay for
     oversubscription, and parallelism comes from running experiments side by side (see ``executor``).
     ``None`` leaves the libraries' defaults. ``embed_files`` returns the figures' bytes in ``_files`` (for
-    executors whose workers do not share the caller's disk).
+    executors whose workers do not share the caller's disk). ``run_id`` names the run folder (the local
+    process pool picks it, so that it can remove the folder of a worker it had to kill).
+
+    Interrupted (Ctrl-C, or SIGTERM where the caller turns it into ``KeyboardInterrupt``), it writes no record,
+    removes the folder it made, leaves the pointer alone and re-raises; the experiment's ``finally`` blocks run.
     """
     if mode not in ("quick", "full"):
         raise ValueError(f"mode must be 'quick' or 'full', got {mode!r}")
@@ -260,8 +265,9 @@ def run_experiment(
         papers.get(slug)  # unknown slug: KeyError before anything is written
     started = _now()
     t0 = time.perf_counter()
+    made = record_dir is None or not Path(record_dir).exists()
     if record_dir is None:
-        run_dir = new_run_dir(out_dir, slug, mode, seed)
+        run_dir = new_run_dir(out_dir, slug, mode, seed, run_id)
     else:
         run_dir = Path(record_dir)
         run_dir.mkdir(parents=True, exist_ok=True)
@@ -309,8 +315,8 @@ def run_experiment(
                 _missing_at_run_time(err, slug, _experiment_module(slug, experiment))
                 or traceback.format_exc()
             )
-    except BaseException:  # Ctrl-C: no record, and the latest pointer stays where it was
-        if record_dir is None:
+    except BaseException:  # Ctrl-C or SIGTERM: no record, and the latest pointer stays where it was
+        if made:
             shutil.rmtree(run_dir, ignore_errors=True)
         raise
     finally:
