@@ -239,9 +239,8 @@ def check_out_dir(out: Path) -> None:
 def run(
     slugs: Annotated[list[str] | None, typer.Argument(help="paper slugs to run")] = None,
     all_: Annotated[bool, typer.Option("--all", help="run every paper that has an experiment")] = False,
-    quick: Annotated[
-        bool, typer.Option("--quick/--full", help="quick (<= 30 s, CI) or full (paper scale)")
-    ] = True,
+    quick: Annotated[bool, typer.Option("--quick", help="quick mode, the default (<= 30 s, CI)")] = False,
+    full: Annotated[bool, typer.Option("--full", help="full mode (paper scale)")] = False,
     seed: Annotated[int | None, typer.Option(help="master seed (default 0)")] = None,
     seeds: Annotated[
         str | None, typer.Option(help="seed sweep, e.g. '0-2' or '0,3,7': each check's outcome per seed")
@@ -271,13 +270,21 @@ def run(
     """Run reproduction experiments; write OUT/<slug>/<mode>/<run-id>/; print tables and verdicts.
 
     Exits 2 for bad usage, 1 for a crashed experiment (or, with --strict, a check that differs from its
-    declaration), never for an honest not-reproduced verdict.
+    declaration), never for an honest not-reproduced verdict; 130 on Ctrl-C and 143 on SIGTERM, after the
+    running experiments are stopped and their unfinished run folders removed.
     """
     from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
     from .harness.deps import MissingDependency
-    from .harness.executor import EXECUTORS, SchedulerUnreachable, parse_seeds, run_many
-    from .harness.runner import ExperimentNotAvailable, resolve
+    from .harness.executor import (
+        EXECUTORS,
+        SchedulerUnreachable,
+        Terminated,
+        check_options,
+        parse_seeds,
+        run_many,
+    )
+    from .harness.runner import ExperimentNotAvailable, check_runnable
 
     if all_ and slugs:
         _fail("name slugs or --all, not both")
@@ -292,25 +299,32 @@ def run(
             _fail(f"unknown slug(s): {', '.join(bad)}; see `neurips26 list`")
     if executor not in EXECUTORS:
         _fail(f"--executor must be one of {', '.join(EXECUTORS)}, got {executor!r}")
+    if quick and full:
+        _fail("give --quick or --full, not both")
     if seeds is not None and seed is not None:
         _fail("give --seed or --seeds, not both")
+    if seed is not None and seed < 0:
+        _fail(f"--seed must be a non-negative integer, got {seed}")
     if threads < 0:
         _fail(f"--threads must be >= 0, got {threads}")
+    if timeout is not None and (executor != "local" or jobs < 2):
+        _fail("--timeout needs --jobs > 1 (local worker processes): a task in this process cannot be stopped")
     try:
-        seed_list = parse_seeds(seeds) if seeds else [seed or 0]
+        seed_list = parse_seeds(seeds) if seeds is not None else [seed or 0]
+        check_options(executor, jobs, scheduler, seed_list, timeout)
     except ValueError as err:
         _fail(str(err))
     check_out_dir(out)
     failed = False
     runnable = []
-    for slug in chosen:  # fail fast, before any work, on papers without an experiment or a dependency
+    for slug in chosen:  # fail fast, before any work and without importing it: no experiment, a missing extra
         try:
-            resolve(slug, experiment)
+            check_runnable(slug, experiment)
             runnable.append(slug)
         except (ExperimentNotAvailable, MissingDependency) as err:
             err_console.print(str(err), markup=False, highlight=False)
             failed = True
-    mode = "quick" if quick else "full"
+    mode = "full" if full else "quick"
     columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn())
     total = len(runnable) * len(seed_list)
     try:
@@ -339,9 +353,10 @@ def run(
             )
     except (SchedulerUnreachable, ValueError, ImportError) as err:
         _fail(str(err))
-    except KeyboardInterrupt:
-        err_console.print("interrupted: queued experiments cancelled, running ones stopped")
-        raise typer.Exit(130) from None
+    except KeyboardInterrupt as err:
+        how = "terminated (SIGTERM)" if isinstance(err, Terminated) else "interrupted"
+        err_console.print(f"{how}: queued experiments cancelled, running ones stopped")
+        raise typer.Exit(143 if isinstance(err, Terminated) else 130) from None
     failed |= any(r["status"] != "ok" for r in results)
     surprises = [
         (r["slug"], r["seed"], c)
@@ -425,7 +440,7 @@ def bench(
         try:
             rows = getattr(importlib.import_module(module_name), func)(quick=not full)
         except ModuleNotFoundError as err:
-            err_console.print(f"{slug}: {hint(err.name)}", markup=False)
+            err_console.print(f"{slug}: {hint(err.name, available[slug].field)}", markup=False)
             failed = True
             continue
         except Exception as err:  # one failing benchmark must not stop the rest

@@ -1,4 +1,4 @@
-"""What a result was measured on: code version, package versions, threads in effect, machine."""
+"""What a result was measured on: code version, package versions, threads in effect, machine, command line."""
 
 from __future__ import annotations
 
@@ -14,12 +14,27 @@ from typing import Any
 _CORE = ("numpy", "scipy", "scikit-learn", "POT", "matplotlib", "neurips26")
 
 
+def _version() -> str | None:
+    try:
+        return metadata.version("neurips26")
+    except metadata.PackageNotFoundError:
+        return None
+
+
 @lru_cache(maxsize=1)
 def git_state() -> dict[str, Any]:
-    """The commit of the checkout this package runs from, and whether it had local changes (None outside git)."""
-    root = Path(__file__).resolve().parents[3]
-    if not (root / ".git").exists():
-        return {"commit": None, "dirty": None}
+    """The code a run used: the package version, and the commit of the checkout it runs from with whether that
+    had local changes, untracked files included (an experiment not yet added to git is a change). Installed
+    from a wheel there is no checkout: commit and dirty are None and the version is what identifies the code.
+    """
+    here = Path(__file__).resolve()
+    return code_state(here.parents[3] if here.parents[2].name == "src" else None)
+
+
+def code_state(root: Path | None) -> dict[str, Any]:
+    """:func:`git_state` for the checkout at ``root`` (None: not run from a checkout)."""
+    if root is None or not (root / ".git").exists():
+        return {"version": _version(), "commit": None, "dirty": None}
 
     def git(*args: str) -> str | None:
         try:
@@ -31,8 +46,8 @@ def git_state() -> dict[str, Any]:
         return done.stdout.strip()
 
     commit = git("rev-parse", "HEAD")
-    status = git("status", "--porcelain", "--untracked-files=no")
-    return {"commit": commit, "dirty": None if status is None else bool(status)}
+    status = git("status", "--porcelain")
+    return {"version": _version(), "commit": commit, "dirty": None if status is None else bool(status)}
 
 
 def package_versions(extra_modules: bool = True) -> dict[str, str | None]:
@@ -81,6 +96,7 @@ def capture_environment(threads: dict[str, Any] | None = None) -> dict[str, Any]
         "machine": platform.machine(),
         "processor": platform.processor() or None,
         "git": git_state(),
+        "argv": list(sys.argv),
         "packages": package_versions(),
         "threads": threads if threads is not None else thread_state(),
     }

@@ -8,21 +8,29 @@
 - ``"dask-local"``: a ``dask.distributed.LocalCluster`` started for the call (``jobs`` workers, 1 thread each).
 
 Every task is :func:`neurips26.harness.runner.run_experiment` for one (slug, seed). Results are returned and
-written under the caller's results folder (the figures travel back with a remote result). Ctrl-C cancels the
-queued tasks and stops the running ones. A seed sweep (more than one seed) writes each seed's record under
-``<out>/<slug>/<mode>/sweeps/<sweep-id>/seed-<s>/`` and a ``summary.json`` with, per declared check, every
-seed's outcome, the median and the min-max spread, and whether each outcome matches the declaration.
+written under the caller's results folder (the figures travel back with a remote result). A seed sweep (more
+than one seed) writes each seed's record under ``<out>/<slug>/<mode>/sweeps/<sweep-id>/seed-<s>/`` and a
+``summary.json`` with, per declared check, every seed's outcome, the median and the min-max spread, and whether
+each outcome matches the declaration.
+
+Ctrl-C, or SIGTERM (what ``timeout``, CI cancellation and systemd send), cancels the queued tasks and stops the
+running ones. A worker's SIGTERM becomes an exception, so that its experiment's ``finally`` blocks run and its
+unfinished run folder is removed; on Linux a worker also stops when its parent dies, even by SIGKILL.
 """
 
 from __future__ import annotations
 
 import base64
+import ctypes
 import multiprocessing as mp
 import os
 import signal
+import sys
+import threading
 import time
 import traceback
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from multiprocessing.connection import wait
 from pathlib import Path
@@ -33,6 +41,7 @@ import numpy as np
 from .records import (
     SCHEMA_VERSION,
     commit_run,
+    discard_unfinished,
     mode_dir,
     new_run_id,
     sweep_dir,
@@ -42,10 +51,90 @@ from .records import (
 from .runner import run_experiment
 
 EXECUTORS = ("local", "dask", "dask-local")
+# seconds a stopped worker has for its clean-up (the experiment's finally blocks) before SIGKILL
+STOP_GRACE = 5.0
+_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
 
 class SchedulerUnreachable(ConnectionError):
     """The Dask scheduler named by the user could not be reached."""
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, taken as Ctrl-C: the same clean stop (queued tasks cancelled, running ones stopped, no record)."""
+
+
+def _raise_terminated(signum: int, frame: Any) -> None:
+    raise Terminated(f"stopped by signal {signum}")
+
+
+@contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """In the block SIGTERM raises :class:`Terminated` instead of killing this process on the spot.
+
+    Killed outright, the process would orphan its workers, which sit in process groups of their own. A handler
+    installed by someone else is left alone, and so is a call from another thread (Python runs signal handlers
+    in the main thread only).
+    """
+    if threading.current_thread() is not threading.main_thread() or (
+        signal.getsignal(signal.SIGTERM) != signal.SIG_DFL
+    ):
+        yield
+        return
+    signal.signal(signal.SIGTERM, _raise_terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+@contextmanager
+def _shielded() -> Iterator[None]:
+    """A second Ctrl-C or SIGTERM while the workers are being stopped must not cut the stopping short."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    saved = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    for sig in saved:
+        signal.signal(sig, lambda *_: None)
+    try:
+        yield
+    finally:
+        for sig, handler in saved.items():
+            if handler is not None:
+                signal.signal(sig, handler)
+
+
+def check_options(
+    executor: str = "local",
+    jobs: int = 1,
+    scheduler: str | None = None,
+    seeds: Sequence[int] = (0,),
+    task_timeout: float | None = None,
+) -> None:
+    """Raise ``ValueError`` for options :func:`run_many` cannot honour (the CLI asks before its pre-flight)."""
+    if executor not in EXECUTORS:
+        raise ValueError(f"executor must be one of {EXECUTORS}, got {executor!r}")
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        raise ValueError(f"jobs must be a positive integer, got {jobs!r}")
+    if executor == "dask" and not scheduler:
+        raise ValueError("executor 'dask' needs scheduler='tcp://HOST:PORT' (or use executor 'dask-local')")
+    if not seeds:
+        raise ValueError("seeds must name at least one seed")
+    if any(isinstance(s, bool) or not isinstance(s, (int, np.integer)) or s < 0 for s in seeds):
+        raise ValueError(f"seeds must be non-negative integers, got {list(seeds)!r}")
+    if task_timeout is not None:
+        if (
+            isinstance(task_timeout, bool)
+            or not isinstance(task_timeout, (int, float))
+            or not task_timeout > 0
+        ):
+            raise ValueError(f"the task timeout must be a positive number of seconds, got {task_timeout!r}")
+        if executor != "local" or jobs < 2:
+            raise ValueError(
+                "a task timeout needs local worker processes (executor 'local', jobs > 1): "
+                "a task that runs in this process cannot be stopped"
+            )
 
 
 def parse_seeds(text: str) -> list[int]:
@@ -69,12 +158,12 @@ def parse_seeds(text: str) -> list[int]:
     return sorted(set(seeds))
 
 
-def error_result(slug: str, mode: str, seed: int, message: str) -> dict[str, Any]:
+def error_result(slug: str, mode: str, seed: int, message: str, run_id: str | None = None) -> dict[str, Any]:
     """The record of a task that died outside the experiment (a killed worker, a lost Dask task)."""
     now = datetime.now(UTC).isoformat(timespec="seconds")
     return {
         "schema_version": SCHEMA_VERSION,
-        "run_id": new_run_id(seed),
+        "run_id": run_id or new_run_id(seed),
         "slug": slug,
         "title": slug,
         "tier": "-",
@@ -105,6 +194,7 @@ def _task(
     threads: int | None,
     record_dir: str | None,
     embed: bool,
+    run_id: str | None = None,
 ) -> dict[str, Any]:
     # top-level so that worker processes and Dask can pickle it
     return run_experiment(
@@ -116,13 +206,37 @@ def _task(
         threads=threads,
         record_dir=record_dir,
         embed_files=embed,
+        run_id=run_id,
     )
 
 
+def _die_with_parent() -> None:
+    """Have Linux send this worker SIGTERM when its parent dies, even by SIGKILL, so that none outlives it."""
+    if sys.platform.startswith("linux"):
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+        except (OSError, AttributeError):  # no prctl in this libc: the parent's own stop still works
+            pass
+    parent = mp.parent_process()
+    if parent is not None and os.getppid() != parent.pid:  # it died before prctl took effect
+        raise Terminated("the parent process is gone")
+
+
 def _child(conn: Any, args: tuple[Any, ...]) -> None:
+    # SIGTERM (the parent stopping it, or the parent's death) raises, so that the runner removes the run folder
+    # and the experiment's finally blocks run; a second SIGTERM does not interrupt that clean-up
+    stopping: list[int] = []
+
+    def terminated(signum: int, frame: Any) -> None:
+        if not stopping:
+            stopping.append(signum)
+            raise Terminated(f"stopped by signal {signum}")
+
+    signal.signal(signal.SIGTERM, terminated)
     # its own process group: a timeout or Ctrl-C stops the experiment together with anything it started
     os.setpgrp()
     try:
+        _die_with_parent()
         conn.send(_task(*args))
     except BaseException:  # noqa: BLE001 - report anything, KeyboardInterrupt included, to the parent
         try:
@@ -131,26 +245,67 @@ def _child(conn: Any, args: tuple[Any, ...]) -> None:
             pass
     finally:
         conn.close()
+        if stopping:  # pass the stop on to what the experiment started (the parent may be gone)
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+            try:
+                os.killpg(0, signal.SIGTERM)
+            except OSError:
+                pass
 
 
-def _kill_group(proc: Any, sig: int = signal.SIGKILL) -> None:
+def _signal_group(proc: Any, sig: int) -> None:
     try:
         os.killpg(proc.pid, sig)
-    except (ProcessLookupError, PermissionError):
-        proc.kill()
+    except ProcessLookupError:  # the group is gone, or the worker has not made it yet
+        if proc.exitcode is None:
+            try:
+                os.kill(proc.pid, sig)
+            except ProcessLookupError:
+                pass
+    except PermissionError:
+        pass
+
+
+def _stop(procs: Sequence[Any], grace: float = STOP_GRACE) -> None:
+    """SIGTERM each worker's group (the worker cleans up, see ``_child``), then SIGKILL what is left."""
+    for proc in procs:
+        _signal_group(proc, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    for proc in procs:
+        proc.join(max(0.0, deadline - time.monotonic()))
+    for proc in procs:
+        _signal_group(proc, signal.SIGKILL)  # a worker stuck in C code, and anything it left running
+        proc.join(5)
+
+
+def _folder(args: tuple[Any, ...]) -> Path:
+    """The run folder of a task: its sweep folder, or the run id the pool picked for it."""
+    slug, mode, _, out_dir, _, _, record_dir, _, run_id = args
+    return Path(record_dir) if record_dir else mode_dir(out_dir, slug, mode) / run_id
 
 
 def _run_processes(
     tasks: list[tuple[Any, ...]], jobs: int, collect: Callable[[dict[str, Any]], None], timeout: float | None
 ) -> None:
-    """Each task in its own spawned process, at most ``jobs`` at once; a dead worker gives an error result."""
+    """Each task in its own spawned process, at most ``jobs`` at once; a dead worker gives an error result.
+
+    The pool names each task's run folder, so that when a worker dies or is stopped before writing its record,
+    no empty or partial folder stays behind.
+    """
     ctx = mp.get_context("spawn")
     queue = list(tasks)
     running: dict[Any, tuple[Any, tuple[Any, ...], float]] = {}  # conn -> (process, args, start)
+
+    def lost(args: tuple[Any, ...], message: str) -> dict[str, Any]:
+        discard_unfinished(_folder(args))
+        return error_result(args[0], args[1], args[2], message, run_id=None if args[6] else args[8])
+
     try:
         while queue or running:
             while queue and len(running) < jobs:
                 args = queue.pop(0)
+                if not args[6]:  # not a sweep
+                    args = (*args[:8], new_run_id(args[2]))
                 parent, child = ctx.Pipe(duplex=False)
                 proc = ctx.Process(target=_child, args=(child, args), daemon=True)
                 proc.start()
@@ -159,7 +314,6 @@ def _run_processes(
             ready = wait(list(running), timeout=1.0)
             for conn in ready:
                 proc, args, _ = running.pop(conn)
-                slug, mode, seed = args[0], args[1], args[2]
                 try:
                     result = conn.recv()
                 except (EOFError, OSError):
@@ -168,31 +322,28 @@ def _run_processes(
                     how = (
                         f"killed by signal {-code}" if code is not None and code < 0 else f"exit code {code}"
                     )
-                    result = error_result(
-                        slug, mode, seed, f"the worker process died ({how}) before reporting"
-                    )
+                    result = lost(args, f"the worker process died ({how}) before reporting")
                 else:
                     proc.join(5)
                 if "_child_error" in result:
-                    result = error_result(slug, mode, seed, result["_child_error"])
+                    result = lost(args, result["_child_error"])
                 conn.close()
                 collect(result)
             if timeout is not None:
                 now = time.monotonic()
                 for conn, (proc, args, start) in list(running.items()):
                     if now - start > timeout:
-                        _kill_group(proc)
-                        proc.join(5)
+                        _stop([proc])
                         running.pop(conn)
                         conn.close()
-                        collect(error_result(args[0], args[1], args[2], f"timed out after {timeout:g} s"))
+                        collect(lost(args, f"timed out after {timeout:g} s"))
     except KeyboardInterrupt:
         queue.clear()
-        for proc, _, _ in running.values():
-            _kill_group(proc, signal.SIGTERM)
-        for conn, (proc, _, _) in running.items():
-            proc.join(5)
-            conn.close()
+        with _shielded():
+            _stop([proc for proc, _, _ in running.values()])
+            for conn, (_, args, _) in running.items():
+                conn.close()
+                discard_unfinished(_folder(args))
         raise
 
 
@@ -216,17 +367,11 @@ def run_many(
     ``on_result`` is called with each result as it completes. A crashed experiment, a killed worker or a lost
     Dask task gives a result with ``status == "error"``; it never stops the others. ``experiment`` overrides
     the registry's experiment (``"module:function"``, for the harness self-test). ``threads`` caps BLAS/torch
-    threads inside each experiment (see ``run_experiment``); ``task_timeout`` (seconds, local processes only)
-    kills a task that runs longer.
+    threads inside each experiment (see ``run_experiment``); ``task_timeout`` (seconds; local processes only,
+    a ``ValueError`` otherwise) stops a task that runs longer. Options are checked by :func:`check_options`.
+    While it runs, SIGTERM raises :class:`Terminated` (a ``KeyboardInterrupt``) after the workers are stopped.
     """
-    if executor not in EXECUTORS:
-        raise ValueError(f"executor must be one of {EXECUTORS}, got {executor!r}")
-    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
-        raise ValueError(f"jobs must be a positive integer, got {jobs!r}")
-    if executor == "dask" and not scheduler:
-        raise ValueError("executor 'dask' needs scheduler='tcp://HOST:PORT' (or use executor 'dask-local')")
-    if not seeds:
-        raise ValueError("seeds must name at least one seed")
+    check_options(executor, jobs, scheduler, seeds, task_timeout)
     out_dir = Path(out_dir)
     sweep = len(seeds) > 1
     stamp = new_run_id(seeds[0]) if sweep else ""
@@ -237,7 +382,7 @@ def run_many(
         return str(sweep_dir(out_dir, slug, mode, sweep_ids[slug]) / f"seed-{seed}") if sweep else None
 
     tasks = [
-        (slug, mode, seed, str(out_dir), experiment, threads, record_dir(slug, seed), remote)
+        (slug, mode, seed, str(out_dir), experiment, threads, record_dir(slug, seed), remote, None)
         for slug in slugs
         for seed in seeds
     ]
@@ -262,24 +407,33 @@ def run_many(
         if on_result is not None:
             on_result(result)
 
-    if executor == "local" and jobs == 1:
-        for slug, seed in [(t[0], t[2]) for t in tasks]:
-            collect(
-                run_experiment(
-                    slug,
-                    mode=mode,
-                    seed=seed,
-                    out_dir=out_dir,
-                    progress_sink=progress_sink,
-                    experiment=experiment,
-                    threads=threads,
-                    record_dir=record_dir(slug, seed),
-                )
-            )
-    elif executor == "local":
-        _run_processes(tasks, jobs, collect, task_timeout)
-    else:
-        _run_on_dask(tasks, executor, jobs, scheduler, collect, connect_timeout)
+    try:
+        with sigterm_as_interrupt():
+            if executor == "local" and jobs == 1:
+                for slug, seed in [(t[0], t[2]) for t in tasks]:
+                    collect(
+                        run_experiment(
+                            slug,
+                            mode=mode,
+                            seed=seed,
+                            out_dir=out_dir,
+                            progress_sink=progress_sink,
+                            experiment=experiment,
+                            threads=threads,
+                            record_dir=record_dir(slug, seed),
+                        )
+                    )
+            elif executor == "local":
+                _run_processes(tasks, jobs, collect, task_timeout)
+            else:
+                _run_on_dask(tasks, executor, jobs, scheduler, collect, connect_timeout)
+    except KeyboardInterrupt:
+        for slug in slugs if sweep else ():  # a sweep stopped before any seed finished leaves no folder
+            try:
+                sweep_dir(out_dir, slug, mode, sweep_ids[slug]).rmdir()
+            except OSError:
+                pass
+        raise
 
     ordered = [results[(t[0], t[2])] for t in tasks]
     summaries = []

@@ -260,6 +260,9 @@ def _paper_section(r: dict[str, Any], out: Path) -> list[str]:
         env = res.get("environment", {})
         git = env.get("git") or {}
         commit = (git.get("commit") or "unknown")[:10] + (" (dirty)" if git.get("dirty") else "")
+        commit += (
+            f" (installed neurips26 {git['version']})" if not git.get("commit") and git.get("version") else ""
+        )
         envline = (
             f"commit {commit}; python {env.get('python')}, {env.get('machine')}, "
             f"{(env.get('threads') or {}).get('cpu_count')} cpus, threads requested "
@@ -333,6 +336,9 @@ def build_markdown(out: Path) -> str:
     rows = _collect(out)
     git = git_state()
     commit = (git.get("commit") or "unknown")[:12] + (" (with local changes)" if git.get("dirty") else "")
+    commit += (
+        f" (installed neurips26 {git['version']})" if not git.get("commit") and git.get("version") else ""
+    )
     n_status = Counter(r["paper"].status for r in rows)
     counts = ", ".join(f"{n_status[s]} {s}" for s in papers.STATUSES if n_status[s])
     md = [

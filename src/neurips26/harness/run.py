@@ -37,7 +37,8 @@ _SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 
 def jsonable(value: Any) -> Any:
-    """Numbers and containers as plain JSON values; NaN and inf become None (JSON has neither)."""
+    """Numbers and containers as plain JSON values. JSON has neither NaN nor inf: NaN becomes None, inf and -inf
+    the strings "inf" and "-inf" (a None would read as "not recorded", an infinite loss is a measurement)."""
     if isinstance(value, Mapping):
         return {str(k): jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
@@ -50,7 +51,7 @@ def jsonable(value: Any) -> Any:
         return int(value)
     if isinstance(value, (float, np.floating)):
         value = float(value)
-        return value if math.isfinite(value) else None
+        return value if math.isfinite(value) else None if math.isnan(value) else str(value)
     if value is None or isinstance(value, str):
         return value
     return str(value)

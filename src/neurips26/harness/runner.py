@@ -31,7 +31,7 @@ import sys
 import time
 import traceback
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -40,7 +40,7 @@ import numpy as np
 
 from .. import papers
 from .claims import Claims, ClaimsError, claims_at
-from .deps import MissingDependency, hint
+from .deps import MissingDependency, extra_of, hint, imports_of, missing_imports, source_of
 from .environment import capture_environment, thread_state
 from .evidence import source_hashes
 from .records import SCHEMA_VERSION, commit_run, new_run_dir, new_run_id, write_json_atomic
@@ -50,9 +50,12 @@ __all__ = [
     "SCHEMA_VERSION",
     "ExperimentNotAvailable",
     "MissingDependency",
+    "check_runnable",
     "load_experiment",
     "run_experiment",
 ]
+_THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+_NO_POT_TORCH = "POT_BACKEND_DISABLE_PYTORCH"
 
 
 class ExperimentNotAvailable(LookupError):
@@ -78,7 +81,50 @@ def _import(module_name: str, slug: str) -> Any:
             ) from None
         if missing.startswith("neurips26"):
             raise
-        raise MissingDependency(f"{slug}: {hint(missing)}") from err
+        raise MissingDependency(f"{slug}: {hint(missing, _extra(slug, module_name))}") from err
+
+
+def _extra(slug: str, module_name: str) -> str | None:
+    """The extra a hint names: that of the experiment's field, else that of the paper the slug names."""
+    return extra_of(module_name) or (papers.get(slug).field if slug in papers.slugs() else None)
+
+
+def _missing_at_run_time(err: BaseException, slug: str, module_name: str) -> str | None:
+    """The one-line hint for a dependency an experiment imports inside ``run()`` and that is not installed."""
+    if not isinstance(err, ModuleNotFoundError) or not err.name or err.name.startswith("neurips26"):
+        return None
+    top = err.name.partition(".")[0]
+    try:
+        if importlib.util.find_spec(top) is not None:  # installed: a bug, not a missing extra
+            return None
+    except (ImportError, ValueError):
+        return None
+    frames = [f for f in traceback.extract_tb(err.__traceback__) if not f.filename.startswith("<")]
+    where = f" (imported at {Path(frames[-1].filename).name}:{frames[-1].lineno})" if frames else ""
+    return f"{slug}: {hint(err.name, _extra(slug, module_name))}{where}"
+
+
+def _experiment_module(slug: str, experiment: str | None) -> str:
+    return (experiment or papers.get(slug).experiment).partition(":")[0]
+
+
+def check_runnable(slug: str, experiment: str | None = None) -> None:
+    """Raise what :func:`resolve` would for a paper without an experiment or with a missing dependency, but
+    read from the files alone: nothing is imported, so ``run --all`` starts at once and the process that
+    dispatches the workers stays small. A dependency imported only inside ``run()`` is caught when it runs."""
+    module_name = _experiment_module(slug, experiment)
+    if experiment is None and papers.get(slug).claims is None:
+        raise ExperimentNotAvailable(
+            f"{slug!r} has no claims declaration yet ({papers.get(slug).claims_path})"
+        )
+    path = source_of(module_name)
+    if path is None:
+        raise ExperimentNotAvailable(f"{slug!r} has no experiment yet; expected at {module_name}")
+    if experiment is not None and not path.with_name("claims.toml").exists():
+        raise ExperimentNotAvailable(f"{experiment}: no claims.toml beside {path}")
+    missing = missing_imports(module_name)
+    if missing:
+        raise MissingDependency(f"{slug}: {hint(missing[0], _extra(slug, module_name))}")
 
 
 def resolve(slug: str, experiment: str | None = None) -> tuple[Any, Claims, str, str]:
@@ -110,18 +156,24 @@ def load_experiment(slug: str) -> Any:
 
 
 @contextmanager
-def _thread_limits(threads: int | None) -> Iterator[None]:
-    """Cap BLAS (threadpoolctl) and torch intra-op threads for the block; restore them afterwards."""
+def _thread_limits(threads: int | None, wants_torch: bool = False) -> Iterator[None]:
+    """Cap BLAS (threadpoolctl) and torch intra-op threads for the block; restore them afterwards.
+
+    torch is imported here only for an experiment that imports it somewhere (``wants_torch``, read from its
+    source), so that a lazy import inside ``run()`` is capped and seeded too; a numpy-only paper never pays
+    the seconds torch takes to import. The OpenMP/BLAS variables are set for the block as well, so that a
+    pool loaded later (an import the source scan could not see) starts capped.
+    """
     if threads is None:
         yield
         return
     from threadpoolctl import threadpool_limits
 
-    torch = None
-    if importlib.util.find_spec("torch") is not None:
-        import torch  # experiments may import it lazily; cap it before they do
+    if wants_torch and "torch" not in sys.modules and importlib.util.find_spec("torch") is not None:
+        importlib.import_module("torch")
+    torch = sys.modules.get("torch")
     previous = torch.get_num_threads() if torch is not None else None
-    with threadpool_limits(limits=threads):
+    with _environ(dict.fromkeys(_THREAD_VARS, str(threads))), threadpool_limits(limits=threads):
         if torch is not None:
             torch.set_num_threads(threads)
         try:
@@ -131,11 +183,44 @@ def _thread_limits(threads: int | None) -> Iterator[None]:
                 torch.set_num_threads(previous)
 
 
+@contextmanager
+def _environ(values: dict[str, str]) -> Iterator[None]:
+    """Set environment variables for the block; restore them afterwards."""
+    saved = {var: os.environ.get(var) for var in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for var, value in saved.items():
+            if value is None:
+                os.environ.pop(var, None)
+            else:
+                os.environ[var] = value
+
+
 def _seed_everything(seed: int) -> None:
     random.seed(seed)
     np.random.seed(seed % (2**32))  # noqa: NPY002 - seeds legacy global-state users too
     if "torch" in sys.modules:
         sys.modules["torch"].manual_seed(seed)
+
+
+def _empty_body(slug: str, mode: str, seed: int) -> dict[str, Any]:
+    """The record fields of a run that failed before its experiment started (readers need every one)."""
+    return {
+        "slug": slug,
+        "mode": mode,
+        "seed": int(seed),
+        "verdict": None,
+        "expected_verdict": None,
+        "checks": [],
+        "tables": [],
+        "figures": [],
+        "timings": {},
+        "metrics": {},
+        "params": {},
+        "notes": [],
+    }
 
 
 def _now() -> str:
@@ -152,6 +237,7 @@ def run_experiment(
     threads: int | None = 1,
     record_dir: str | Path | None = None,
     embed_files: bool = False,
+    run_id: str | None = None,
 ) -> dict[str, Any]:
     """Run ``slug``'s experiment; write and return its run record.
 
@@ -164,18 +250,25 @@ def run_experiment(
     on the machine's core count (multi-threaded reductions change rounding), small torch models do not pay for
     oversubscription, and parallelism comes from running experiments side by side (see ``executor``).
     ``None`` leaves the libraries' defaults. ``embed_files`` returns the figures' bytes in ``_files`` (for
-    executors whose workers do not share the caller's disk).
+    executors whose workers do not share the caller's disk). ``run_id`` names the run folder (the local
+    process pool picks it, so that it can remove the folder of a worker it had to kill).
+
+    Interrupted (Ctrl-C, or SIGTERM where the caller turns it into ``KeyboardInterrupt``), it writes no record,
+    removes the folder it made, leaves the pointer alone and re-raises; the experiment's ``finally`` blocks run.
     """
     if mode not in ("quick", "full"):
         raise ValueError(f"mode must be 'quick' or 'full', got {mode!r}")
     if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
         raise ValueError(f"threads must be a positive integer or None, got {threads!r}")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")  # before a folder is made
     if experiment is None:
         papers.get(slug)  # unknown slug: KeyError before anything is written
     started = _now()
     t0 = time.perf_counter()
+    made = record_dir is None or not Path(record_dir).exists()
     if record_dir is None:
-        run_dir = new_run_dir(out_dir, slug, mode, seed)
+        run_dir = new_run_dir(out_dir, slug, mode, seed, run_id)
     else:
         run_dir = Path(record_dir)
         run_dir.mkdir(parents=True, exist_ok=True)
@@ -184,7 +277,14 @@ def run_experiment(
     error: str | None = None
     threads_in_effect: dict[str, Any] | None = None
     claims: Claims | None = None
+    scoped = ExitStack()
     try:
+        module_name = _experiment_module(slug, experiment)
+        wants_torch = "torch" in imports_of(module_name, lazy=True, optional=True)
+        if not wants_torch and _NO_POT_TORCH not in os.environ:
+            # POT imports torch for its torch backend when torch is installed: seconds a paper without torch
+            # code would pay on every run (its numpy arrays take the numpy backend either way)
+            scoped.enter_context(_environ({_NO_POT_TORCH: "1"}))
         experiment_fn, claims, title, tier = resolve(slug, experiment)
         run = Run(
             slug=slug,
@@ -196,25 +296,33 @@ def run_experiment(
         )
         if not claims.for_mode(mode):
             raise ClaimsError(f"{slug}: no check is declared for {mode} mode")
-        with _thread_limits(threads):
+        with _thread_limits(threads, wants_torch):
             _seed_everything(seed)
             threads_in_effect = thread_state()
             threads_in_effect["requested"] = threads
-            experiment_fn(run)
+            try:
+                experiment_fn(run)
+            finally:
+                if "torch" in sys.modules and "torch" not in threads_in_effect:  # imported by the run
+                    threads_in_effect["torch"] = sys.modules["torch"].get_num_threads()
         problems = run.problems()
         if problems:
             error = "the run does not match its declaration:\n- " + "\n- ".join(problems)
     except Exception as err:
-        error = (
-            str(err)
-            if isinstance(err, (ExperimentNotAvailable, MissingDependency))
-            else traceback.format_exc()
-        )
-    except BaseException:  # Ctrl-C: no record, and the latest pointer stays where it was
-        if record_dir is None:
+        if isinstance(err, (ExperimentNotAvailable, MissingDependency)):
+            error = str(err)
+        else:
+            error = (
+                _missing_at_run_time(err, slug, _experiment_module(slug, experiment))
+                or traceback.format_exc()
+            )
+    except BaseException:  # Ctrl-C or SIGTERM: no record, and the latest pointer stays where it was
+        if made:
             shutil.rmtree(run_dir, ignore_errors=True)
         raise
-    body = run.to_dict() if run is not None else {"slug": slug, "mode": mode, "seed": seed, "verdict": None}
+    finally:
+        scoped.close()
+    body = run.to_dict() if run is not None else _empty_body(slug, mode, seed)
     if error:
         body["verdict"] = None
     result = {
