@@ -26,7 +26,10 @@ def _record(slug=SLUG, flip=None, **extra):
         {
             "id": c.id,
             "kind": c.kind,
+            "op": c.op,
+            "threshold": c.threshold,
             "outcome": c.expect["full"] if c.id != flip else "other",
+            "expected": c.expect["full"],
             "measured": 1.0,
         }
         for c in claims.for_mode("full")
@@ -35,10 +38,16 @@ def _record(slug=SLUG, flip=None, **extra):
         "schema_version": SCHEMA_VERSION,
         "slug": slug,
         "mode": "full",
+        "seed": 0,
         "status": "ok",
         "verdict": claims.expected_verdict("full"),
         "checks": checks,
+        "tables": [],
         "figures": [],
+        "metrics": {},
+        "params": {},
+        "notes": [],
+        "total_seconds": 1.0,
         "started_at": "2026-12-02T20:00:00+00:00",
         **extra,
     }

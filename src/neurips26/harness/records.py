@@ -133,6 +133,7 @@ _RECORD = {
     "claims": ((dict, type(None)), False),
     "environment": (dict, False),
     "error": (str, False),
+    "sources": ((dict, type(None)), False),
 }
 _CHECK = {
     "id": (str, True),
@@ -144,6 +145,8 @@ _CHECK = {
     "expected": (str, True),
     "values": ((list, type(None)), False),
     "interval": ((list, type(None)), False),
+    "measured_outcome": (str, False),
+    "gated_by": ((list, type(None)), False),
 }
 _TABLE = {"name": (str, True), "columns": (list, True), "rows": (list, True), "caption": (str, False)}
 _FIGURE = {"name": (str, True), "path": (str, True), "caption": (str, False)}
