@@ -282,6 +282,20 @@ def test_bad_input_estimator_and_helpers(gallery):
         synthetic_gallery(10, 8, signal_dim=9)
 
 
+@pytest.mark.slow
+def test_throughput_trials_time_both_methods_over_the_same_candidates(gallery):
+    from neurips26.representation.bip_gapgen.experiment import TRIAL_CANDIDATES, _timed_trials
+
+    R, V = gallery[:1000], gallery[1000:]  # any pool of earlier virtuals will do
+    tau = impostor_threshold(R, 1e-3)
+    trials = _timed_trials(R, V, tau, seed=0)
+    assert set(trials) == {"repulsion", "rejection"}
+    for got, per_s, per_scan, n_candidates in trials.values():
+        assert n_candidates == TRIAL_CANDIDATES  # the same work on both sides
+        assert 0 < len(got) <= TRIAL_CANDIDATES and per_s > 0 and 0 < per_scan <= 1
+        assert count_collisions(got, R, tau) == 0 and count_collisions(got, V, tau) == 0
+
+
 @pytest.mark.experiment
 def test_quick_reproduction(tmp_path):
     assert_quick_verdict("bip-gapgen", tmp_path)

@@ -183,6 +183,37 @@ def test_ripser_options_pass_through():
     assert h1_total_persistence(X, normalize="none", n_perm=30) > 1.0
 
 
+@pytest.mark.parametrize("n_perm", [2, 12, 60, 149])
+def test_n_perm_matches_ripser_on_the_full_matrix(n_perm):
+    # the oracle is the previous implementation: ripser's own greedy permutation on the full distance matrix
+    from ripser import ripser
+
+    X = np.random.default_rng(n_perm).normal(size=(150, 5))
+    ours = persistence_diagrams(X, normalize="none", n_perm=n_perm)
+    theirs = ripser(squareform(pdist(X)), maxdim=1, distance_matrix=True, n_perm=n_perm)["dgms"]
+    # ripser filters in float32: one rounding of distances up to the diameter
+    atol = 4 * np.finfo(np.float32).eps * pdist(X).max()
+    for d_ours, d_theirs in zip(ours, theirs):
+        assert d_ours.shape == d_theirs.shape
+        np.testing.assert_allclose(np.sort(d_ours, axis=0), np.sort(d_theirs, axis=0), rtol=0, atol=atol)
+
+
+def test_n_perm_never_builds_the_full_distance_matrix():
+    import tracemalloc
+
+    n, d, k = 4000, 8, 40
+    X = np.random.default_rng(0).normal(size=(n, d))
+    full_matrix_bytes = 8 * n * n  # 128 MB
+    tracemalloc.start()
+    try:
+        summary = topological_summary(X, normalize="l2", n_perm=k)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert summary["h0_count"] == k - 1
+    assert peak < full_matrix_bytes / 20
+
+
 @pytest.mark.parametrize(
     ("kw", "match"),
     [

@@ -2,11 +2,13 @@
 
 import itertools
 import math
+import warnings
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from sklearn.exceptions import ConvergenceWarning
 
 from neurips26.harness.testing import assert_quick_verdict
 from neurips26.rl import NavigateAndStop
@@ -20,7 +22,7 @@ from neurips26.rl.nas_bpi import (
     stopping_threshold,
     support_path_length,
 )
-from neurips26.rl.nas_bpi.characteristic_time import _generative_allocation
+from neurips26.rl.nas_bpi.characteristic_time import _generative_allocation, _policy_gaps, _u_terms
 from neurips26.rl.nas_bpi.navigate_and_stop import _glr_statistic
 
 
@@ -30,9 +32,10 @@ def _two_state(seed=3):
     return mdp
 
 
-def _hand_terms(mdp):
+def _hand_terms(mdp, support_only=False):
     """U's terms by scalar loops, straight from the digest's formula (independent of the vectorised code):
-    MD(s, a) = max over ALL states s' of |V*(s') - E_{p(.|s,a)} V*|."""
+    MD(s, a) = max over ALL states s' of |V*(s') - E_{p(.|s,a)} V*| (over the support of p(.|s,a) with
+    ``support_only``, the first version's formula that the experiment still measures)."""
     S, A, g = mdp.n_states, mdp.n_actions, mdp.gamma
     best = None
     for acts in itertools.product(range(A), repeat=S):  # V* by enumerating deterministic policies
@@ -47,7 +50,7 @@ def _hand_terms(mdp):
         for a in range(A):
             mean = sum(mdp.P[s, a, t] * V[t] for t in range(S))
             var = sum(mdp.P[s, a, t] * (V[t] - mean) ** 2 for t in range(S))
-            md = max(abs(V[t] - mean) for t in range(S))
+            md = max(abs(V[t] - mean) for t in range(S) if mdp.P[s, a, t] > 0 or not support_only)
             if a == pi[s]:
                 var_opt.append(var)
                 md_opt.append(md)
@@ -60,7 +63,7 @@ def _hand_terms(mdp):
         max(27 / (Dm**2 * (1 - g) ** 3), 8 / (Dm * (1 - g) ** 2.5), 14 * (ms / (Dm * (1 - g))) ** (4 / 3)),
         max(16 * vs / (Dm**2 * (1 - g) ** 2), 6 * (ms / (Dm * (1 - g))) ** (4 / 3)),
     )
-    return H, T4, pi
+    return H, T4, pi, V, Q
 
 
 def _sparse_mdps():
@@ -79,7 +82,7 @@ def test_bound_terms_match_the_formula_by_hand():
     for mdp in mdps:
         S, A = mdp.n_states, mdp.n_actions
         terms = bound_terms(mdp)
-        H, T4, pi = _hand_terms(mdp)
+        H, T4, pi, _, _ = _hand_terms(mdp)
         np.testing.assert_array_equal(terms.policy, pi)
         np.testing.assert_allclose(terms.H, H, rtol=1e-8)
         assert terms.H_star == pytest.approx(T4, rel=1e-8)
@@ -90,6 +93,27 @@ def test_bound_terms_match_the_formula_by_hand():
         one_m = 1 - mdp.gamma
         assert tr.H_star == pytest.approx(T4 + 2 / (terms.gap_min**2 * one_m**2), rel=1e-8)
         assert terms.H.shape == (S, A)
+
+
+def test_stopping_statistic_and_support_span_match_the_formula_by_hand():
+    # the stopping statistic and the experiment's support-span U* share the oracle's one formula (_u_terms);
+    # here each is checked against the scalar-loop transcription of the digest
+    rng = np.random.default_rng(0)
+    mdps = [random_mdp(3, 2, gamma=0.6, random_state=seed) for seed in (3, 5)] + list(_sparse_mdps())
+    for mdp in mdps:
+        H, T4, pi, V, Q = _hand_terms(mdp)
+        N = rng.integers(1, 500, size=H.shape).astype(float)
+        opt = np.zeros(H.shape, dtype=bool)
+        opt[np.arange(mdp.n_states), pi] = True
+        want = 1.0 / (max(H[s, a] / N[s, a] for s, a in zip(*np.nonzero(~opt))) + T4 / N[opt].min())
+        Z, pi_hat = _glr_statistic(mdp.P, V, Q, mdp.gamma, N, False)
+        np.testing.assert_array_equal(pi_hat, pi)
+        assert Z == pytest.approx(want, rel=1e-8)
+        H_sup, T4_sup, _, _, _ = _hand_terms(mdp, support_only=True)
+        _, opt2, gaps, gap_min = _policy_gaps(V, Q)
+        H_got, T4_got = _u_terms(mdp.P, V, opt2, gaps, gap_min, mdp.gamma, False, support_span=True)
+        np.testing.assert_allclose(H_got, H_sup, rtol=1e-8, atol=1e-12)
+        assert T4_got == pytest.approx(T4_sup, rel=1e-8)
 
 
 def test_deterministic_pairs_still_need_samples():
@@ -217,8 +241,46 @@ def test_trajectory_and_counts_are_consistent():
 
 def test_max_steps_budget_reports_not_stopped():
     mdp = random_mdp(3, 2, gamma=0.5, random_state=10)
-    est = NavigateAndStop(1e-3, max_steps=50, random_state=0).fit(mdp)
+    with pytest.warns(ConvergenceWarning, match="did not stop within max_steps=50"):
+        est = NavigateAndStop(1e-3, max_steps=50, random_state=0).fit(mdp)
     assert not est.stopped_ and est.stopping_time_ == 50 and est.policy_.shape == (3,)
+
+
+def _slippery_lake():
+    """A 3-state MDP with U* in the thousands (the second-pass review's user case)."""
+    P = np.zeros((3, 3, 3))
+    P[0, 0] = [0.9, 0.1, 0.0]
+    P[0, 1] = [0.2, 0.8, 0.0]
+    P[0, 2] = [0.5, 0.0, 0.5]
+    P[1, 0] = [1.0, 0.0, 0.0]
+    P[1, 1] = [0.1, 0.3, 0.6]
+    P[1, 2] = [0.0, 0.7, 0.3]
+    P[2, 0] = [0.0, 0.0, 1.0]
+    P[2, 1] = [0.6, 0.0, 0.4]
+    P[2, 2] = [0.3, 0.3, 0.4]
+    R = np.array([[0.1, 0.0, 0.3], [0.0, 0.2, 0.5], [1.0, 0.4, 0.6]])
+    return TabularMDP(P, R, 0.6)
+
+
+def test_an_unstopped_theoretical_run_warns_with_its_statistic():
+    # the theoretical threshold needs far more steps than the practical one: a budget it cannot meet must not
+    # end silently. At t = 20000 the statistic is a small fraction of the threshold (which is >= log(1/delta)
+    # plus S - 1 times S * A = 18 here), so this does not hang on a margin.
+    mdp = _slippery_lake()
+    with pytest.warns(
+        ConvergenceWarning, match=r"threshold='theoretical'.*statistic was .* against the threshold"
+    ):
+        est = NavigateAndStop(0.05, threshold="theoretical", max_steps=20_000, random_state=0).fit(mdp)
+    assert not est.stopped_ and est.stopping_time_ == 20_000
+    t_last, Z_last = est.statistic_[-1]
+    assert Z_last < stopping_threshold(est.counts_.sum(axis=2), 0.05, int(t_last))
+    # a run that stops does not warn
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        est = NavigateAndStop(0.1, threshold="practical", random_state=0).fit(
+            random_mdp(3, 2, gamma=0.5, random_state=10)
+        )
+    assert est.stopped_
 
 
 def test_a_pair_seen_once_caps_the_statistic():
@@ -460,7 +522,9 @@ def test_environment_bad_inputs():
         NavigateAndStop(0.1, gamma=0.5, max_steps=50).fit(BadObs(mdp))
     with pytest.raises(RuntimeError, match="fit"):
         NavigateAndStop(0.1).predict(0)
-    est = NavigateAndStop(0.1, max_steps=200, random_state=0).fit(mdp)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)  # a 200-step budget: fitted, unstopped
+        est = NavigateAndStop(0.1, max_steps=200, random_state=0).fit(mdp)
     with pytest.raises(ValueError, match="states"):
         est.predict(3)
 

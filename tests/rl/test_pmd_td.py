@@ -313,6 +313,29 @@ def test_exact_pmd_gap_is_nonincreasing(seed, lam, tau):
     assert np.all(L["kl_max"] <= np.log(3) + 1e-12)
 
 
+def test_stability_study_compares_at_equal_td_budget(mdp):
+    # with N = 4 the conditioned single loop cannot converge in LONG_HORIZON * N steps, so every lambda fails
+    # and the rescue runs: each multi-step run must get the single loop's TD budget, not m times it
+    from neurips26.rl.pmd_td.experiment import LONG_HORIZON, _feature_study
+
+    Phi = conditioned_features(mdp.n_states * mdp.n_actions, 10.0, np.random.default_rng(0))
+    rows, N, ms = [], 4, [2, 4]
+    out = _feature_study(None, mdp, Phi, "conditioned", N, [0.1, 1.0], ms, rows, {})
+    budget = LONG_HORIZON * N
+    single = [r for r in rows if r["variant"] == "single loop (m = 1)"]
+    assert len(single) == 2 and all(r["TD_steps_total"] == budget for r in single)
+    rescue = [r for r in rows if r["variant"].startswith("constant m =") and "TD steps" in r["variant"]]
+    assert rescue and all(r["TD_steps_total"] == budget for r in rescue)
+    assert out["fails"] == [0.1, 1.0]
+    # the equal-budget pair at the first lambda: m N TD steps on both sides
+    fresh = policy_mirror_descent(
+        mdp, tau=0.1, step_size=0.1, n_iter=4 * N, critic="td", td_steps=1, features=Phi, log=True
+    )[1]
+    assert out["single_gap_at_budget"][4] == pytest.approx(float(fresh["gap"][-1]), rel=1e-9)
+    pair = [r for r in rows if "equal-budget" in r["variant"]]
+    assert len(pair) == 1 and pair[0]["TD_steps_total"] == 4 * N
+
+
 @pytest.mark.experiment
 def test_quick_reproduction(tmp_path):
     assert_quick_verdict("pmd-td", tmp_path)

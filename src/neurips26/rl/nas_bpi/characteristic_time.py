@@ -66,32 +66,42 @@ class BoundTerms:
         return mask
 
 
-def _terms_from_values(
-    P: np.ndarray, V: np.ndarray, Q: np.ndarray, gamma: float, reward_terms: bool, min_gap: float
-) -> BoundTerms:
-    S, A = Q.shape
+def _policy_gaps(V: np.ndarray, Q: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+    """Greedy policy, its mask, the gaps ``D(s, a) = V(s) - Q(s, a)`` (0 on optimal pairs) and ``D_min``."""
+    S = Q.shape[0]
     pi = np.argmax(Q, axis=1)
-    opt = np.zeros((S, A), dtype=bool)
+    opt = np.zeros(Q.shape, dtype=bool)
     opt[np.arange(S), pi] = True
-    gaps = V[:, None] - Q
-    gaps[opt] = 0.0
-    sub_gaps = gaps[~opt]
-    gap_min = float(sub_gaps.min())
-    if gap_min < min_gap:
-        raise ValueError(
-            f"the optimal policy is not unique enough: minimum gap {gap_min:.3g} < min_gap={min_gap}"
-        )
-    if not np.ptp(V) > 1e-12 * max(1.0, float(np.max(np.abs(V)))):
-        raise ValueError(
-            "V* is constant over the states: U(M, w) vanishes for every allocation and the characteristic-time "
-            "bound is undefined"
-        )
+    gaps = np.where(opt, 0.0, V[:, None] - Q)
+    gap_min = float(gaps[~opt].min())
+    return pi, opt, gaps, gap_min
+
+
+def _u_terms(
+    P: np.ndarray,
+    V: np.ndarray,
+    opt: np.ndarray,
+    gaps: np.ndarray,
+    gap_min: float,
+    gamma: float,
+    reward_terms: bool,
+    support_span: bool = False,
+) -> tuple[np.ndarray, float]:
+    """``H(s, a) = T1 + T2`` (0 on optimal pairs) and ``H_star = T3 + T4`` of the module docstring: the one place
+    the bound's formula is written (the oracle allocation, the stopping statistic and the experiment call it).
+
+    ``support_span=True`` takes the span over the support of ``p(.|s, a)`` only: the first version's formula,
+    kept for the experiment's measurement of what the old verdict rested on, never used by the method.
+    """
     mean_next = P @ V  # (S, A)
-    var = np.maximum(P @ (V**2) - mean_next**2, 0.0)
-    md = np.maximum(V.max() - mean_next, mean_next - V.min())  # max_{s' in S} |V(s') - E_p V|
+    var = np.maximum(P @ (V * V) - mean_next**2, 0.0)
+    if support_span:
+        md = np.where(P > 0, np.abs(V[None, None, :] - mean_next[:, :, None]), 0.0).max(axis=2)
+    else:
+        md = np.maximum(V.max() - mean_next, mean_next - V.min())  # max_{s' in S} |V(s') - E_p V|
     one_m = 1.0 - gamma
     safe = np.where(opt, 1.0, gaps)
-    T2 = np.maximum(16.0 * var / safe**2, 6.0 * md ** (4.0 / 3.0) / safe ** (4.0 / 3.0))
+    T2 = np.maximum(16.0 * var / safe**2, 6.0 * (md / safe) ** (4.0 / 3.0))
     H = np.where(opt, 0.0, T2 + (2.0 / safe**2 if reward_terms else 0.0))
     var_star = float(var[opt].max())
     md_star = float(md[opt].max())
@@ -101,7 +111,24 @@ def _terms_from_values(
         max(16.0 * var_star / (gap_min**2 * one_m**2), 6.0 * ratio ** (4.0 / 3.0)),
     )
     T3 = 2.0 / (gap_min**2 * one_m**2) if reward_terms else 0.0
-    return BoundTerms(H=H, H_star=float(T3 + T4), policy=pi, gaps=gaps, gap_min=gap_min, V=V)
+    return H, float(T3 + T4)
+
+
+def _terms_from_values(
+    P: np.ndarray, V: np.ndarray, Q: np.ndarray, gamma: float, reward_terms: bool, min_gap: float
+) -> BoundTerms:
+    pi, opt, gaps, gap_min = _policy_gaps(V, Q)
+    if gap_min < min_gap:
+        raise ValueError(
+            f"the optimal policy is not unique enough: minimum gap {gap_min:.3g} < min_gap={min_gap}"
+        )
+    if not np.ptp(V) > 1e-12 * max(1.0, float(np.max(np.abs(V)))):
+        raise ValueError(
+            "V* is constant over the states: U(M, w) vanishes for every allocation and the characteristic-time "
+            "bound is undefined"
+        )
+    H, H_star = _u_terms(P, V, opt, gaps, gap_min, gamma, reward_terms)
+    return BoundTerms(H=H, H_star=H_star, policy=pi, gaps=gaps, gap_min=gap_min, V=V)
 
 
 def bound_terms(mdp: TabularMDP, *, reward_terms: bool = False, min_gap: float = 1e-3) -> BoundTerms:

@@ -40,15 +40,24 @@ Baselines (``exploration=``): ``"uniform"`` (uniformly random navigation, same s
 from __future__ import annotations
 
 import math
+import warnings
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from sklearn.exceptions import ConvergenceWarning
 
 from ..mdp import TabularMDP, _check_gamma
-from .characteristic_time import AllocationSolver, _check_size, _terms_from_values, bound_terms
+from .characteristic_time import (
+    AllocationSolver,
+    _check_size,
+    _policy_gaps,
+    _terms_from_values,
+    _u_terms,
+    bound_terms,
+)
 
 __all__ = ["NavigateAndStop", "TabularEnv", "DiscreteSpace", "support_path_length", "stopping_threshold"]
 
@@ -181,33 +190,14 @@ def _glr_statistic(
 ) -> tuple[float, np.ndarray] | None:
     """The stopping statistic ``t / U(M_hat, N / t) = 1 / (max_{a != pi(s)} H/N + H_star / min N(s, pi(s)))`` and
     the greedy policy of the empirical model, or None where ``U`` is undefined (a tie in ``Q_hat``, a constant
-    ``V_hat``). The same terms as :func:`.characteristic_time.bound_terms`, computed lean: it runs every
-    ``stop_every`` steps. Every pair counts (the span runs over all states, so ``H_hat > 0`` off the policy)."""
-    S = Q.shape[0]
-    idx = np.arange(S)
-    pi = Q.argmax(axis=1)
-    gaps = V[:, None] - Q
-    gaps[idx, pi] = np.inf  # optimal pairs: their T2 term below is 0
-    gap_min = float(gaps.min())
+    ``V_hat``). ``H`` and ``H_star`` come from :func:`.characteristic_time._u_terms`, the oracle's own formula.
+    Every pair counts (the span runs over all states, so ``H_hat > 0`` off the policy)."""
+    pi, opt, gaps, gap_min = _policy_gaps(V, Q)
     v_lo, v_hi = float(V.min()), float(V.max())
     if not (gap_min > 1e-12 and v_hi - v_lo > 1e-12 * max(1.0, abs(v_lo), abs(v_hi))):
         return None
-    mean = P @ V
-    var = np.maximum(P @ (V * V) - mean * mean, 0.0)
-    md = np.maximum(v_hi - mean, mean - v_lo)
-    H = np.maximum(16.0 * var / gaps**2, 6.0 * (md / gaps) ** (4.0 / 3.0))
-    if reward_terms:
-        H += 2.0 / gaps**2
-    var_star, md_star = float(var[idx, pi].max()), float(md[idx, pi].max())
-    one_m = 1.0 - gamma
-    ratio = md_star / (gap_min * one_m)
-    H_star = min(
-        max(27.0 / (gap_min**2 * one_m**3), 8.0 / (gap_min * one_m**2.5), 14.0 * ratio ** (4.0 / 3.0)),
-        max(16.0 * var_star / (gap_min**2 * one_m**2), 6.0 * ratio ** (4.0 / 3.0)),
-    )
-    if reward_terms:
-        H_star += 2.0 / (gap_min**2 * one_m**2)
-    denom = float((H / N).max()) + H_star / float(N[idx, pi].min())
+    H, H_star = _u_terms(P, V, opt, gaps, gap_min, gamma, reward_terms)
+    denom = float((H / N).max()) + H_star / float(N[opt].min())
     return 1.0 / denom, pi
 
 
@@ -223,7 +213,8 @@ class NavigateAndStop:
         ``log((1 + log t)/delta)``).
     recompute_every : steps between two solves of the allocation program (``K``).
     stop_every : steps between two evaluations of the stopping rule.
-    max_steps : budget; a run that has not stopped by then ends with ``stopped_ = False``.
+    max_steps : budget; a run that has not stopped by then ends with ``stopped_ = False`` and a
+        ``sklearn.exceptions.ConvergenceWarning`` giving the last statistic and threshold.
     min_visits : the stopping rule is evaluated only once every pair has at least this many visits (>= 1).
     gamma : discount factor in [0, 1); required for an environment, taken from the MDP for a ``TabularMDP``
         (where a different value is an error).
@@ -420,6 +411,9 @@ class NavigateAndStop:
         U = rng.random((block, 3)).tolist()
         j = 0
         decision = None
+        last_test: tuple[int, float, float] | None = (
+            None  # (t, statistic, threshold) of the last stopping test
+        )
         while t < T_max:
             # one step: a_t ~ eps_t uniform + (1 - eps_t) bar pi_t, s' ~ p(.|s, a)
             if j == block:
@@ -476,6 +470,7 @@ class NavigateAndStop:
                     beta = [math.log(1.0 / d) + base for d in pending]
                 else:
                     beta = [math.log((1.0 + math.log(t)) / d) for d in pending]
+                last_test = (t, Z, beta[0])
                 while pending and Z >= beta[0]:
                     d = pending.pop(0)
                     beta.pop(0)
@@ -487,6 +482,21 @@ class NavigateAndStop:
 
         self.stopped_ = decision is not None
         if decision is None:
+            # a silent stopped_ = False is easy to miss: the returned policy then carries no delta guarantee
+            if last_test is None:
+                where = (
+                    f"the stopping rule was never evaluated (every pair needs min_visits={min_visits} visits)"
+                )
+            else:
+                t_l, Z_l, beta_l = last_test
+                where = f"at step {t_l} the statistic was {Z_l:.4g} against the threshold {beta_l:.4g}"
+            warnings.warn(
+                f"NavigateAndStop did not stop within max_steps={T_max} (threshold={self.threshold!r}): {where}. "
+                "policy_ is the empirical greedy policy, without the delta guarantee; raise max_steps "
+                "(the theoretical threshold needs far more steps than the practical one on hard MDPs).",
+                ConvergenceWarning,
+                stacklevel=2,
+            )
             P_hat = self._empirical(counts, N)
             _, Q = self._values(P_hat, R_known, gamma, V)
             decision = np.argmax(Q, axis=1)
