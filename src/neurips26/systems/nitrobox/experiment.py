@@ -97,8 +97,8 @@ def _isolation_probes(image: Path, base: Path) -> list[dict]:
         a.exec("echo secret > /root/secret")
         probe("file invisible to another sandbox", b.exec("cat /root/secret").exit_code != 0)
         probe("file invisible to the host image", not (image / "root" / "secret").exists())
-        init = a.exec("cat /proc/1/cmdline | tr '\\0' ' '").stdout
-        probe("PID 1 is the sandbox init", "__nbx_exit__" in init, init[:40])
+        init = a.exec("cat /proc/1/comm").stdout
+        probe("PID 1 is the sandbox init", init.startswith("nitrobox-init"), init[:40])
         n_proc = int(a.exec("ls /proc | grep -c '^[0-9]'").stdout.strip() or 0)
         host_proc = sum(1 for p in Path("/proc").iterdir() if p.name.isdigit())
         probe(

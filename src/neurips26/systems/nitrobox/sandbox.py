@@ -33,9 +33,7 @@ import itertools
 import json
 import os
 import queue
-import secrets
 import select
-import shlex
 import shutil
 import signal
 import socket
@@ -44,25 +42,20 @@ import subprocess
 import tempfile
 import threading
 import time
+import warnings
 import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import hardening
+from .hardening import Cgroups, Limits
 from .rootfs import IMAGE_META, find_busybox
 
 _SANDBOX_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-_HOST_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+_HOST_PATH = _SANDBOX_PATH
 _MAX_OUTPUT = 64 * 1024 * 1024
 _ZYGOTE_PATH = Path(__file__).with_name("_zygote.py")
-_EXIT_MARK = b"\n__nbx_exit__ "
-# PID 1 of the sandbox. fd 3 = the protocol (stdin); fd 8 = the lifeline from the owner: when it reads EOF (the
-# owner is gone, even by SIGKILL) it kills every process, so the namespaces die. It reports the shell's exit.
-_INIT = (
-    "exec 3<&0; "
-    "{ read -r _ <&8; kill -KILL -1; } </dev/null >/dev/null 2>&1 & "
-    "/bin/sh -s 0<&3 3<&- 8<&- & "
-    'wait $!; rc=$?; printf \'\\n__nbx_exit__ %d\\n\' "$rc"; exit "$rc"'
-)
+_UID_RANGE = 65536  # uids (and gids) 0..65535 inside map to image_owner..image_owner+65535 on the host
 
 
 class SandboxError(RuntimeError):
@@ -87,6 +80,7 @@ class ExecResult:
     timed_out: bool = False
     shell_restarted: bool = False
     truncated: bool = False
+    disk_full: bool = False
 
     @property
     def stdout(self) -> str:
@@ -106,11 +100,10 @@ class ExecResult:
 
 
 def sandbox_support() -> tuple[bool, str]:
-    """Whether sandboxes can run here, and why not: root, busybox-static, overlayfs, pidfds, namespaces."""
+    """Whether sandboxes can run here, and why not: busybox-static, overlayfs, pidfds, namespaces (as root,
+    or rootless through a user namespace)."""
     if os.name != "posix" or not Path("/proc/self/ns").is_dir():
         return False, "not Linux"
-    if os.geteuid() != 0:
-        return False, "needs root (mount namespaces and overlayfs are set up as root)"
     if find_busybox() is None:
         return False, "no static busybox (install the Debian package busybox-static)"
     try:
@@ -121,16 +114,30 @@ def sandbox_support() -> tuple[bool, str]:
         return False, "the kernel has no overlayfs"
     if not hasattr(os, "pidfd_open") or not hasattr(signal, "pidfd_send_signal"):
         return False, "needs pidfds (Linux >= 5.3, Python >= 3.9)"
-    global _PROBE
-    if _PROBE is None:
+    probe = _probe()
+    return (not probe["probe"]), probe["probe"]
+
+
+def userns_support() -> tuple[bool, str]:
+    """Whether sandboxes can get a user namespace here (the default remapping of uid 0), and why not."""
+    ok, why = sandbox_support()
+    if not ok:
+        return False, why
+    why = _probe()["userns"]
+    return (not why), why
+
+
+_PROBES: dict[int, dict] = {}
+
+
+def _probe() -> dict:
+    euid = os.geteuid()
+    if euid not in _PROBES:
         try:
-            _PROBE = _zygote().probe()
+            _PROBES[euid] = _zygote().probe()
         except (OSError, SandboxError) as err:
-            _PROBE = f"the sandbox spawner failed: {err}"
-    return (not _PROBE), _PROBE
-
-
-_PROBE: str | None = None
+            _PROBES[euid] = {"probe": f"the sandbox spawner failed: {err}", "userns": "no spawner"}
+    return _PROBES[euid]
 
 
 class _Zygote:
@@ -146,7 +153,7 @@ class _Zygote:
         t0 = time.perf_counter()
         try:
             self.proc = subprocess.Popen(
-                [sys.executable, "-I", "-S", str(_ZYGOTE_PATH), str(theirs.fileno())],
+                [sys.executable, "-I", "-S", str(_ZYGOTE_PATH), str(theirs.fileno()), str(os.getpid())],
                 pass_fds=(theirs.fileno(),),
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,
@@ -173,8 +180,9 @@ class _Zygote:
                 pidfd = struct.unpack("i", data[:4])[0]
         return json.loads(msg), pidfd
 
-    def probe(self) -> str:
-        return self._call({"probe": True}, [])[0].get("probe", "no answer")
+    def probe(self) -> dict:
+        reply = self._call({"probe": True, "rootless": os.geteuid() != 0}, [])[0]
+        return {"probe": reply.get("probe", "no answer"), "userns": reply.get("userns", "no answer")}
 
     def spawn(self, cfg: dict, fds: list[int]) -> tuple[int, int]:
         reply, pidfd = self._call(cfg, fds)
@@ -225,12 +233,45 @@ def _owner_tag() -> str:
     return f"{os.getpid()} {_proc_start_time(os.getpid())}"
 
 
+def _mount_tag() -> str:
+    """The owner's tag as it appears in the source of its layer mounts: ``nitrobox-<pid>.<start>``."""
+    return _owner_tag().replace(" ", ".")
+
+
+def _tag_alive(pid_s: str, start: str) -> bool:
+    try:
+        return _proc_start_time(int(pid_s)) == start
+    except ValueError:
+        return False
+
+
 def _owner_alive(tag_file: Path) -> bool:
     try:
         pid_s, start = tag_file.read_text().split()
     except (OSError, ValueError):
         return False  # half-made directory: its creator died before writing the tag, or it is garbage
-    return _proc_start_time(int(pid_s)) == start
+    return _tag_alive(pid_s, start)
+
+
+def _kill_recorded_init(entry: Path) -> bool:
+    """Kill a sandbox init recorded in ``entry/init`` if it still runs; True when none runs any more."""
+    try:
+        pid_s, start = (entry / "init").read_text().split()
+    except (OSError, ValueError):
+        return True
+    if not _tag_alive(pid_s, start):
+        return True
+    try:
+        fd = os.pidfd_open(int(pid_s))
+    except OSError:
+        return True
+    try:
+        if _proc_start_time(int(pid_s)) != start:
+            return True
+        signal.pidfd_send_signal(fd, signal.SIGKILL)
+        return bool(select.select([fd], [], [], 5.0)[0])
+    finally:
+        os.close(fd)
 
 
 _SWEPT: set[str] = set()
@@ -238,27 +279,62 @@ _SWEEP_LOCK = threading.Lock()
 
 
 def cleanup_stale(base_dir: str | os.PathLike[str] | None = None) -> list[str]:
-    """Remove the directories of sandboxes and snapshots whose owning process is gone; return their names.
+    """Remove what sandboxes and snapshots of dead owners left; return the directory names removed.
 
-    A killed owner leaves no mounts or processes behind (they lived in the sandbox's namespaces), only its
-    layer directories; this sweeps those. It runs once per process and base directory on first use.
+    For a directory whose owner is gone: a sandbox init still recorded as running is killed first (and the
+    directory is kept if it does not die), every layer mount of that owner is detached (so nothing is ever
+    deleted under a live mount), then the directory is removed. The dead owners' cgroups are removed too.
+    It runs once per process and base directory on first use.
     """
     base = Path(base_dir) if base_dir is not None else default_base_dir()
-    removed = []
-    if not base.is_dir():
-        return removed
-    for entry in base.iterdir():
-        if not entry.name.startswith(("sbx-", "snap-")) or not entry.is_dir():
-            continue
-        if _owner_alive(entry / "owner"):
-            continue
-        try:  # a directory made a moment ago by a live process has its owner tag within microseconds
-            if time.time() - entry.stat().st_mtime < 5 and not (entry / "owner").exists():
+    removed: list[str] = []
+    dead_tags = set()
+    for _point, source in hardening.mounts_of(""):
+        tag = source[len("nitrobox-") :]
+        pid_s, _, start = tag.partition(".")
+        if not _tag_alive(pid_s, start):
+            dead_tags.add(tag)
+    if base.is_dir():
+        for entry in base.iterdir():
+            if not entry.name.startswith(("sbx-", "snap-")) or not entry.is_dir():
                 continue
-        except FileNotFoundError:
-            continue
-        shutil.rmtree(entry, ignore_errors=True)
-        removed.append(entry.name)
+            if _owner_alive(entry / "owner"):
+                continue
+            try:  # a directory made a moment ago by a live process has its owner tag within microseconds
+                if time.time() - entry.stat().st_mtime < 5 and not (entry / "owner").exists():
+                    continue
+            except FileNotFoundError:
+                continue
+            if not _kill_recorded_init(entry):
+                continue
+            inside = [p for p, _ in hardening.mounts_of("") if p == str(entry) or p.startswith(f"{entry}/")]
+            try:
+                for point in sorted(inside, key=len, reverse=True):
+                    hardening.detach(Path(point))
+            except OSError:
+                continue
+            if any(p.startswith(f"{entry}/") for p, _ in hardening.mounts_of("")):
+                continue  # never remove a directory with a mount below it
+            shutil.rmtree(entry, ignore_errors=True)
+            removed.append(entry.name)
+    for point, source in hardening.mounts_of(""):  # layers of dead owners elsewhere (another base_dir)
+        if source[len("nitrobox-") :] in dead_tags:
+            try:
+                hardening.detach(Path(point))
+            except OSError:
+                pass
+    if os.geteuid() == 0:
+        for cg in hardening.stale_cgroups():
+            parts = cg.name.split("-")  # nitrobox-<pid>.<start>-<n>
+            if len(parts) >= 3:
+                pid_s, _, start = parts[1].partition(".")
+                if not _tag_alive(pid_s, start):
+                    try:
+                        for pid in (int(p) for p in (cg / "cgroup.procs").read_text().split()):
+                            os.kill(pid, signal.SIGKILL)
+                        cg.rmdir()
+                    except OSError:
+                        pass
     return removed
 
 
@@ -402,6 +478,12 @@ class Snapshot:
 
     def _remove_now(self) -> None:
         if self.path.exists():
+            mount = self.path / "layer"
+            if os.path.ismount(mount):  # a size-limited layer: its own tmpfs
+                try:
+                    hardening.detach(mount)
+                except OSError:
+                    return
             shutil.rmtree(self.path, ignore_errors=True)
             if self.parent is not None:
                 self.parent._release_child()
@@ -428,14 +510,13 @@ class Snapshot:
 
 @dataclass
 class _Shell:
-    """One running sandbox process tree: its PID 1 (pidfd and host pid) and the shell's pipes."""
+    """One running sandbox process tree: its PID 1 (the agent; pidfd and host pid) and the agent's pipes."""
 
     pidfd: int
     init_pid: int
-    stdin: int
-    stdout: int
-    stderr: int
-    lifeline: int  # write end; closing it makes the sandbox's init kill everything
+    stdin: int  # requests
+    stdout: int  # frames
+    stderr: int  # setup errors
     pid_ns: str | None = None
     mnt_ns: str | None = None
     buffers: dict = field(default_factory=dict)
@@ -451,12 +532,12 @@ class _Shell:
             pass
 
     def close_pipes(self) -> None:
-        for fd in (self.lifeline, self.stdin, self.stdout, self.stderr):
+        for fd in (self.stdin, self.stdout, self.stderr):
             try:
                 os.close(fd)
             except OSError:
                 pass
-        self.lifeline = self.stdin = self.stdout = self.stderr = -1
+        self.stdin = self.stdout = self.stderr = -1
 
     def wait_gone(self, timeout: float = 30.0) -> bool:
         """Wait until PID 1 has exited: by then every process of the namespace is gone and its mounts are
@@ -477,24 +558,31 @@ class _Shell:
 
 
 class Sandbox:
-    """An isolated environment with a persistent shell, on a shared read-only image.
+    """An isolated environment on a shared read-only image; each command is a fresh ``sh -c`` inside it.
 
     Parameters
     ----------
     image_dir : the root file system (the overlay's shared lower layer), e.g. from :func:`build_rootfs`.
     network : share the host's network (True) or get a private network namespace with only loopback (False).
     hostname : the sandbox's hostname (default ``"sandbox"``).
-    binds : host paths bind-mounted read-only at the same path (mount points must exist in the image;
-        :func:`python_binds` gives those for running the host's Python).
-    env : extra environment variables for the shell (the host environment is never passed through).
+    binds : host paths bind-mounted read-only (recursively: every mount below them too) at the same path
+        (mount points must exist in the image; :func:`python_binds` gives those for running the host's Python).
+    env : extra environment variables for the commands (the host environment is never passed through).
     base_dir : where the private layers live (default :func:`default_base_dir`).
-    start_timeout : seconds allowed for the shell to come up.
-    volatile : mount the overlay with ``volatile`` (Linux >= 5.10): no sync of the upper layer, so neither an
-        ``fsync`` inside nor the unmount at delete/reset writes back to disk. Right for throw-away rollouts
-        (a sandbox's files do not survive a host crash anyway); pass False to keep fsync semantics.
+    start_timeout : seconds allowed for the sandbox to come up.
+    volatile : mount the overlay with ``volatile`` (Linux >= 5.10): no sync of the upper layer.
+    userns : map uid/gid 0 inside to the image owner's uid/gid on the host (a user namespace; a range of
+        65536 ids). ``None`` (default): on when the kernel allows it and the image is not owned by host root
+        (:func:`build_rootfs` makes images owned by ``DEFAULT_UID``); otherwise a warning and privileged
+        mode (uid 0 inside is host uid 0 without capabilities). A non-root owner always runs rootless (its
+        own uid is root inside, the image must be its own).
+    seccomp : load the seccomp-bpf filter (see :mod:`.hardening`; needs a libseccomp binding).
+    limits : :class:`Limits` (pids, memory, CPU, size of the writable layer); ``Limits(None, None, None,
+        None)`` lifts them all.
 
-    Use it as a context manager; ``close()`` kills every process in the sandbox and removes its directories,
-    whatever state the shell is in. Not thread-safe: use one sandbox per thread (see :class:`SandboxPool`).
+    Use it as a context manager; ``close()`` kills every process in the sandbox (its PID namespace and its
+    cgroup) and removes its directories, whatever state it is in. Not thread-safe: use one sandbox per
+    thread (see :class:`SandboxPool`).
     """
 
     def __init__(
@@ -508,6 +596,9 @@ class Sandbox:
         base_dir: str | os.PathLike[str] | None = None,
         start_timeout: float = 30.0,
         volatile: bool = True,
+        userns: bool | None = None,
+        seccomp: bool = True,
+        limits: Limits | None = None,
     ) -> None:
         if not isinstance(image_dir, (str, os.PathLike)):
             raise TypeError(f"image_dir must be a path, got {type(image_dir).__name__}")
@@ -531,6 +622,8 @@ class Sandbox:
         for b in binds:
             if not isinstance(b, str) or not os.path.isabs(b) or not os.path.exists(b):
                 raise ValueError(f"binds must hold existing absolute host paths, got {b!r}")
+            if ".." in b.split("/"):
+                raise ValueError(f"binds must not contain '..', got {b!r}")
             if not os.path.lexists(image / b.lstrip("/")):
                 raise ValueError(
                     f"binds: the image has no mount point for {b!r}; build it with "
@@ -546,18 +639,68 @@ class Sandbox:
             or start_timeout <= 0
         ):
             raise ValueError(f"start_timeout must be a positive number of seconds, got {start_timeout!r}")
+        if not isinstance(volatile, bool):
+            raise TypeError(f"volatile must be a bool, got {type(volatile).__name__}")
+        if userns is not None and not isinstance(userns, bool):
+            raise TypeError(f"userns must be a bool or None, got {type(userns).__name__}")
+        if not isinstance(seccomp, bool):
+            raise TypeError(f"seccomp must be a bool, got {type(seccomp).__name__}")
+        if limits is None:
+            limits = Limits()
+        if not isinstance(limits, Limits):
+            raise TypeError(f"limits must be a Limits, got {type(limits).__name__}")
         ok, why = sandbox_support()
         if not ok:
             raise SandboxError(f"sandboxes cannot run here: {why}")
+        st = image.stat()
+        self.rootless = os.geteuid() != 0
+        if self.rootless:
+            if st.st_uid != os.geteuid():
+                raise ValueError(
+                    f"image_dir is owned by uid {st.st_uid}; a rootless sandbox needs an image owned by its "
+                    f"owner (uid {os.geteuid()}): build_rootfs(..., uid={os.geteuid()}) as root, or chown it"
+                )
+            userns = True
+        else:
+            ns_ok, ns_why = userns_support()
+            if userns is None:
+                userns = ns_ok and st.st_uid != 0
+                if not userns:
+                    why = ns_why or "the image is owned by host root (build it with build_rootfs())"
+                    warnings.warn(
+                        f"nitrobox: no user namespace ({why}): uid 0 inside is host uid 0 (without "
+                        "capabilities)",
+                        stacklevel=2,
+                    )
+            elif userns:
+                if not ns_ok:
+                    raise SandboxError(f"userns=True but user namespaces are unavailable: {ns_why}")
+                if st.st_uid == 0:
+                    raise ValueError(
+                        "userns=True needs an image not owned by host root: build_rootfs() makes one owned by "
+                        "DEFAULT_UID, or chown -R the image to an unused uid range"
+                    )
+            if userns and st.st_uid + _UID_RANGE >= 2**32 - 1:
+                raise ValueError(f"the image owner uid {st.st_uid} leaves no room for {_UID_RANGE} ids")
+        self.userns = bool(userns)
+        self.uid = st.st_uid if self.userns else 0  # host uid of root inside
+        self.gid = st.st_gid if self.userns else 0
+        self._bpf = b""
+        if seccomp:
+            try:
+                self._bpf = hardening.seccomp_bpf()
+            except RuntimeError as err:
+                raise SandboxError(str(err)) from None
+        self.seccomp = seccomp
         self.image = image
         self.network = network
         self.hostname = hostname
         self.binds = binds
         self.env = env
-        if not isinstance(volatile, bool):
-            raise TypeError(f"volatile must be a bool, got {type(volatile).__name__}")
         self.start_timeout = float(start_timeout)
         self.volatile = volatile
+        self.limits = limits
+        self._disk_mb = None if self.rootless else limits.disk_mb
         base = Path(base_dir) if base_dir is not None else default_base_dir()
         base.mkdir(parents=True, exist_ok=True)
         _sweep_once(base)
@@ -568,14 +711,17 @@ class Sandbox:
         self._merged.mkdir()
         self._layer = self.dir / "layer"
         self._trash_n = itertools.count()
-        self._snap_n = itertools.count()
         self._lowers: Snapshot | None = None  # the restored snapshot under the upper layer, if any
         self._owned_snapshots: list[Snapshot] = []
         self._shell: _Shell | None = None
         self._owner_pid = os.getpid()
         self._closed = False
         self._broken: str | None = None
+        self.cgroups: Cgroups | None = None
         try:
+            mode, self.cgroup_why = hardening.cgroup_mode()
+            if mode and any(v is not None for v in (limits.pids, limits.memory_mb, limits.cpus)):
+                self.cgroups = Cgroups(mode, _mount_tag(), limits)
             self._new_layer()
             self._start_shell()
         except BaseException:
@@ -585,11 +731,14 @@ class Sandbox:
 
     # --- public API -----------------------------------------------------------------------------------
     def exec(self, cmd: str, timeout: float | None = 60.0) -> ExecResult:
-        """Run ``cmd`` (a shell command line) in the persistent shell; return its status and output.
+        """Run ``cmd`` as ``/bin/sh -c cmd`` in the sandbox; return its status and output.
 
-        The shell keeps its state between commands (working directory, variables, background jobs). The
-        command reads /dev/null as stdin. After ``timeout`` seconds every process in the sandbox is killed and a
-        new shell starts on the same files (``timed_out=True``, exit code 124).
+        Each command is a fresh shell (stdin /dev/null, working directory ``/``, the sandbox's environment):
+        files and background processes persist between commands, shell state (variables, functions,
+        aliases, options, traps, the working directory) does not. The result is what ``subprocess.run(["sh",
+        "-c", cmd], capture_output=True)`` gives: the command is done when its shell has exited and both
+        output pipes are closed. After ``timeout`` seconds every process in the sandbox is killed and a new
+        agent starts on the same files (``timed_out=True``, exit code 124).
         """
         if not isinstance(cmd, str):
             raise TypeError(f"cmd must be a str, got {type(cmd).__name__}")
@@ -605,16 +754,10 @@ class Sandbox:
             self._restart_shell()
             restarted = True
         t0 = time.perf_counter()
-        marker = f"__nbx_{secrets.token_hex(8)}__"
-        script = (
-            f"command eval {shlex.quote(cmd)} </dev/null\n"
-            f"__nbx_rc=$?\n"
-            f"printf '\\n%s %d\\n' {marker} \"$__nbx_rc\"\n"
-            f"printf '\\n%s\\n' {marker} >&2\n"
-        ).encode()
-        out = self._converse(script, marker, timeout)
+        data = cmd.encode("utf-8", errors="surrogateescape")
+        out = self._converse(struct.pack("!I", len(data)) + data, timeout)
         seconds = time.perf_counter() - t0
-        if out is None:  # timeout: kill everything, new shell on the same files
+        if out is None:  # timeout: kill everything, new agent on the same files
             partial = self._shell.buffers if self._shell else {}
             self._restart_shell()
             return ExecResult(
@@ -624,16 +767,26 @@ class Sandbox:
                 seconds,
                 timed_out=True,
                 shell_restarted=True,
+                disk_full=self._disk_full(),
             )
         rc, stdout, stderr, died, truncated = out
         if died:
             self._restart_shell()
             restarted = True
-        return ExecResult(rc, stdout, stderr, seconds, shell_restarted=restarted, truncated=truncated)
+        return ExecResult(
+            rc,
+            stdout,
+            stderr,
+            seconds,
+            shell_restarted=restarted,
+            truncated=truncated,
+            disk_full=self._disk_full(),
+        )
 
     def reset(self) -> None:
-        """Back to the pristine image: the upper layer is renamed away (deleted in the background), a new
-        empty one is made and a new shell started. Nothing written since creation (or restore) survives."""
+        """Back to the pristine image: the upper layer is dropped (its tmpfs detached, or renamed away and
+        deleted in the background), a new empty one is made and a new agent started. Nothing written since
+        creation (or restore) survives."""
         self._check_open()
         old = self._stop_shell(wait=False)
         self._trash_layer(old)
@@ -645,17 +798,23 @@ class Sandbox:
     def snapshot(self) -> Snapshot:
         """Freeze the current file-system state (O(1): the upper layer becomes a read-only layer).
 
-        The shell is restarted on a new empty upper layer over the frozen one: files are kept, processes and
-        shell variables are not. The snapshot is deleted with this sandbox's ``close()`` unless another
-        sandbox still uses it (then when that one lets go), or earlier by ``Snapshot.close()``.
+        The agent is restarted on a new empty upper layer over the frozen one: files are kept, processes are
+        not. The snapshot is deleted with this sandbox's ``close()`` unless another sandbox still uses it
+        (then when that one lets go), or earlier by ``Snapshot.close()``.
         """
         self._check_usable()
         self._stop_shell(wait=True)  # the layer must be unmounted before it can serve as a lower
         snap_dir = Path(tempfile.mkdtemp(prefix="snap-", dir=self.base_dir))
         (snap_dir / "owner").write_text(_owner_tag())
-        os.rename(self._layer / "upper", snap_dir / "layer")
-        shutil.rmtree(self._layer, ignore_errors=True)
-        snap = Snapshot(snap_dir, snap_dir / "layer", self._lowers, self.image)
+        dest = snap_dir / "layer"
+        if os.path.ismount(self._layer):  # O(1): the tmpfs moves (a bind, then the old point detached)
+            dest.mkdir()
+            hardening.bind(self._layer, dest)
+            hardening.detach(self._layer)
+            self._layer.rmdir()
+        else:
+            os.rename(self._layer, dest)
+        snap = Snapshot(snap_dir, dest / "upper", self._lowers, self.image)
         self._owned_snapshots.append(snap)
         self._set_lowers(snap)
         self._new_layer()
@@ -665,7 +824,7 @@ class Sandbox:
     def restore(self, snap: Snapshot) -> None:
         """Replace the file-system state with ``snap`` (O(1): a new empty upper layer over its layers).
 
-        Works for a snapshot taken by any sandbox on the same image; the shell is restarted."""
+        Works for a snapshot taken by any sandbox on the same image; the agent is restarted."""
         if not isinstance(snap, Snapshot):
             raise TypeError(f"snap must be a Snapshot, got {type(snap).__name__}")
         if snap.image != self.image:
@@ -683,17 +842,27 @@ class Sandbox:
         self._start_shell()
 
     def close(self) -> None:
-        """Kill every process in the sandbox, then remove its directories. Idempotent; works whatever the
-        shell's state (dead, hung in a command, never started)."""
+        """Kill every process in the sandbox, then remove its layers, cgroups and directories. Idempotent;
+        works whatever the agent's state (dead, busy with a command, never started)."""
         if getattr(self, "_closed", True) or self._owner_pid != os.getpid():
             return  # a forked child never tears down its parent's sandboxes
         self._closed = True
+        if self.cgroups is not None:
+            self.cgroups.kill()
         self._stop_shell(wait=True)
         self._set_lowers(None)
         for snap in self._owned_snapshots:
             snap.close()
         self._owned_snapshots.clear()
-        shutil.rmtree(self.dir, ignore_errors=True)
+        if os.path.ismount(self._layer):
+            try:
+                hardening.detach(self._layer)
+            except OSError:
+                pass
+        if not any(p.startswith(f"{self.dir}/") for p, _ in hardening.mounts_of("")):
+            shutil.rmtree(self.dir, ignore_errors=True)
+        if self.cgroups is not None:
+            self.cgroups.remove()
         _OPEN.discard(self)
 
     def __enter__(self) -> Sandbox:
@@ -714,17 +883,17 @@ class Sandbox:
 
     @property
     def broken(self) -> str | None:
-        """Why the sandbox cannot run commands (its shell could not be restarted), or None."""
+        """Why the sandbox cannot run commands (its agent could not be restarted), or None."""
         return self._broken
 
     @property
     def init_pid(self) -> int | None:
-        """Host PID of the sandbox's PID 1 (None while no shell runs)."""
+        """Host PID of the sandbox's PID 1 (None while none runs)."""
         return self._shell.init_pid if self._shell else None
 
     @property
     def namespaces(self) -> dict[str, str]:
-        """``{"pid": "pid:[...]", "mnt": "mnt:[...]"}`` of the running sandbox (for audits and tests)."""
+        """``{"pid": "pid:[...]", "mnt": "mnt:[...]", "user": ...}`` of the running sandbox (for audits)."""
         if self._shell is None:
             return {}
         return {"pid": self._shell.pid_ns or "", "mnt": self._shell.mnt_ns or ""}
@@ -748,17 +917,33 @@ class Sandbox:
         if self._broken:
             raise SandboxError(f"sandbox is broken: {self._broken} (reset() or close() it)")
 
+    def _disk_full(self) -> bool:
+        if self._disk_mb is None:
+            return False
+        try:
+            return os.statvfs(self._layer).f_bavail == 0
+        except OSError:
+            return False
+
     def _new_layer(self) -> None:
         self._layer.mkdir()
-        (self._layer / "upper").mkdir()
+        if self._disk_mb is not None:
+            hardening.mount_layer_tmpfs(self._layer, _mount_tag(), self._disk_mb, self.uid, self.gid)
+        upper = self._layer / "upper"
+        upper.mkdir()
         (self._layer / "work").mkdir()
+        if self.userns and not self.rootless:
+            os.chown(upper, self.uid, self.gid)  # the merged root belongs to root inside
 
     def _trash_layer(self, shell: _Shell | None) -> None:
-        if self._layer.exists():
+        if os.path.ismount(self._layer):  # O(1): the memory goes with the old overlay
+            hardening.detach(self._layer)
+            self._layer.rmdir()
+            if shell is not None:
+                _REAPER.put(shell, None)
+        elif self._layer.exists():
             dest = self.dir / f"trash-{next(self._trash_n)}"
-            os.rename(
-                self._layer, dest
-            )  # O(1); the old overlay may still be tearing down: it keeps its dentries
+            os.rename(self._layer, dest)  # O(1); the old overlay may still be tearing down
             _REAPER.put(shell, dest)
         elif shell is not None:
             _REAPER.put(shell, None)
@@ -800,36 +985,57 @@ class Sandbox:
             "binds": list(self.binds),
             "hostname": self.hostname,
             "new_net": not self.network,
-            "init": _INIT,
             "env": env,
+            "rootless": self.rootless,
+            "userns": (
+                {"uid": self.uid, "gid": self.gid, "count": _UID_RANGE}
+                if self.userns and not self.rootless
+                else None
+            ),
+            "cgroups": self.cgroups.procs if self.cgroups else [],
+            "cgroupns": self.cgroups is not None,
+            "seccomp": self._bpf.hex(),
         }
         in_r, in_w = os.pipe()
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
-        life_r, life_w = os.pipe()
         try:
-            pid, pidfd = _zygote().spawn(cfg, [in_r, out_w, err_w, life_r])
+            pid, pidfd = _zygote().spawn(cfg, [in_r, out_w, err_w])
         except BaseException:
-            for fd in (in_w, out_r, err_r, life_w):
+            for fd in (in_w, out_r, err_r):
                 os.close(fd)
             raise
         finally:
-            for fd in (in_r, out_w, err_w, life_r):
+            for fd in (in_r, out_w, err_w):
                 os.close(fd)
         for fd in (in_w, out_r, err_r):
             os.set_blocking(fd, False)
-        self._shell = _Shell(pidfd, pid, in_w, out_r, err_r, life_w)
-        marker = f"__nbx_ready_{secrets.token_hex(6)}__"
-        probe = f"printf '\\n%s %d\\n' {marker} 0\nprintf '\\n%s\\n' {marker} >&2\n".encode()
-        out = self._converse(probe, marker, self.start_timeout)
+        self._shell = _Shell(pidfd, pid, in_w, out_r, err_r)
+        out = self._converse(b"", self.start_timeout, ready=True)
         if out is None or out[3]:
-            err = b"" if out is None else out[2]
-            err = err or bytes(self._shell.buffers.get("err", b""))
+            err = self._drain_stderr()
             self._stop_shell(wait=True)
             why = "timed out" if out is None else "exited"
-            raise SandboxError(f"sandbox shell {why} during start: {err.decode(errors='replace').strip()}")
+            raise SandboxError(f"sandbox {why} during start: {err.decode(errors='replace').strip()}")
         self._shell.pid_ns = _readlink(f"/proc/{pid}/ns/pid")
         self._shell.mnt_ns = _readlink(f"/proc/{pid}/ns/mnt")
+        (self.dir / "init").write_text(f"{pid} {_proc_start_time(pid)}")
+
+    def _drain_stderr(self) -> bytes:
+        data = b""
+        fd = self._shell.stderr if self._shell else -1
+        deadline = time.monotonic() + 1.0
+        while fd >= 0 and time.monotonic() < deadline:
+            if not select.select([fd], [], [], max(0.0, deadline - time.monotonic()))[0]:
+                break
+            try:
+                chunk = os.read(fd, 1 << 16)
+            except BlockingIOError:
+                continue
+            if not chunk:
+                break
+            data += chunk
+        return data
 
     def _restart_shell(self) -> None:
         # a command that was hung when another thread closed the sandbox lands here: restarting would make its
@@ -860,28 +1066,27 @@ class Sandbox:
             return None
         return shell
 
-    def _converse(self, script: bytes, marker: str, timeout: float | None):
-        """Write ``script``, read stdout/stderr until both end markers; None on timeout.
+    def _converse(self, request: bytes, timeout: float | None, ready: bool = False):
+        """Send one request, read the agent's frames until the command's status (or, with ``ready``, the
+        ready frame); None on timeout.
 
-        Returns (exit code, stdout, stderr, shell died, truncated)."""
+        Returns (exit code, stdout, stderr, agent died, truncated)."""
         shell = self._shell
-        out_fd, err_fd, in_fd = shell.stdout, shell.stderr, shell.stdin
-        out = _Stream(b"\n" + marker.encode() + b" ", want_status=True)
-        err = _Stream(b"\n" + marker.encode() + b"\n", want_status=False)
+        frames_fd, in_fd = shell.stdout, shell.stdin
+        out, err = _Capture(), _Capture()
         shell.buffers = {"out": out.buf, "err": err.buf}
-        streams = {out_fd: out, err_fd: err}
-        pending = memoryview(script)
+        pending = memoryview(request)
         deadline = None if timeout is None else time.monotonic() + timeout
-        open_fds = {out_fd, err_fd}
+        buf = bytearray()
+        status = None
+        eof = False
         try:
-            while not (out.done and err.done):
-                if not open_fds:
-                    break  # EOF on both pipes: the shell died
+            while status is None and not eof:
                 wait = None if deadline is None else deadline - time.monotonic()
                 if wait is not None and wait <= 0:
                     return None
                 try:
-                    r, w, _ = select.select(list(open_fds), [in_fd] if pending else [], [], wait)
+                    r, w, _ = select.select([frames_fd], [in_fd] if pending else [], [], wait)
                 except InterruptedError:
                     continue
                 if w:
@@ -891,80 +1096,69 @@ class Sandbox:
                         pass
                     except BrokenPipeError:
                         pending = memoryview(b"")
-                for fd in r:
-                    try:
-                        chunk = os.read(fd, 1 << 16)
-                    except BlockingIOError:
-                        continue
-                    if chunk:
-                        streams[fd].feed(chunk)
+                if not r:
+                    continue
+                try:
+                    chunk = os.read(frames_fd, 1 << 20)
+                except BlockingIOError:
+                    continue
+                if not chunk:
+                    eof = True
+                    break
+                buf += chunk
+                while len(buf) >= 5:
+                    kind = bytes(buf[:1])
+                    (n,) = struct.unpack("!I", buf[1:5])
+                    if len(buf) < 5 + n:
+                        break
+                    data = bytes(buf[5 : 5 + n])
+                    del buf[: 5 + n]
+                    if kind == b"o":
+                        out.feed(data)
+                    elif kind == b"e":
+                        err.feed(data)
+                    elif kind == b"x":
+                        status = struct.unpack("!i", data)[0]
+                    elif kind == b"r" and ready:
+                        status = 0
                     else:
-                        open_fds.discard(fd)
-        except (OSError, ValueError) as err:
+                        raise SandboxError(f"protocol error: unexpected frame {kind!r}")
+                    if status is not None:
+                        break
+        except (OSError, ValueError) as exc:
             if self._shell is not shell:  # close() (or a restart) from another thread took the shell away
-                raise SandboxError("the sandbox was closed while the command ran") from err
+                raise SandboxError("the sandbox was closed while the command ran") from exc
             raise
         truncated = out.truncated or err.truncated
-        if out.done and err.done:
-            return out.status, out.output(), err.output(), False, truncated
-        # the shell died mid-command: init reported its exit status (or init itself was killed: 137)
-        status, stdout = 128 + signal.SIGKILL, out.output()
-        i = stdout.rfind(_EXIT_MARK)
-        if i >= 0:
-            try:
-                status = int(stdout[i + len(_EXIT_MARK) :].split(b"\n", 1)[0])
-                stdout = stdout[:i]
-            except ValueError:
-                pass
-        return status, stdout, err.output(), True, truncated
+        if status is None:  # the agent died mid-command (killed, or out of memory): SIGKILL's status
+            return 128 + signal.SIGKILL, out.output(), err.output(), True, truncated
+        if ready:
+            return 0, b"", b"", False, False
+        if os.WIFEXITED(status):
+            code = os.WEXITSTATUS(status)
+        elif os.WIFSIGNALED(status):
+            code = 128 + os.WTERMSIG(status)
+        else:
+            code = 255
+        return code, out.output(), err.output(), False, truncated
 
 
-class _Stream:
-    """One output pipe of the shell: bytes up to the end marker (capped at _MAX_OUTPUT)."""
+class _Capture:
+    """One output stream of a command (kept up to _MAX_OUTPUT bytes)."""
 
-    def __init__(self, mark: bytes, want_status: bool) -> None:
-        self.mark = mark
-        self.want_status = want_status
+    def __init__(self) -> None:
         self.buf = bytearray()
-        self.cut: int | None = None  # where the kept output stops when it was truncated
-        self.at: int | None = None  # index of the marker
-        self.status: int | None = None
-        self.done = False
+        self.truncated = False
 
-    @property
-    def truncated(self) -> bool:
-        return self.cut is not None
-
-    def feed(self, chunk: bytes) -> None:
-        if self.done:
-            return
-        start = max(0, len(self.buf) - len(self.mark))
-        self.buf += chunk
-        if self.at is None:
-            i = self.buf.find(self.mark, start)
-            if i >= 0:
-                self.at = i
-            elif len(self.buf) > _MAX_OUTPUT + (1 << 20):  # keep the head and a tail to find the marker in
-                if self.cut is None:
-                    self.cut = _MAX_OUTPUT
-                tail = self.buf[-len(self.mark) :]
-                del self.buf[self.cut :]
-                self.buf += tail
-                return
-        if self.at is not None:
-            if not self.want_status:
-                self.done = True
-                return
-            j = self.buf.find(b"\n", self.at + len(self.mark))
-            if j >= 0:
-                self.status = int(self.buf[self.at + len(self.mark) : j])
-                self.done = True
+    def feed(self, data: bytes) -> None:
+        room = _MAX_OUTPUT - len(self.buf)
+        if len(data) > room:
+            self.truncated = True
+            data = data[: max(0, room)]
+        self.buf += data
 
     def output(self) -> bytes:
-        end = len(self.buf) if self.at is None else self.at
-        if self.cut is not None:
-            end = min(end, self.cut)
-        return bytes(self.buf[:end])
+        return bytes(self.buf)
 
 
 def _readlink(path: str) -> str | None:
