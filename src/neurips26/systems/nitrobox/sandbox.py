@@ -274,6 +274,27 @@ def _kill_recorded_init(entry: Path) -> bool:
         os.close(fd)
 
 
+def _rmtree(path: Path) -> None:
+    """rmtree that also removes what overlayfs leaves unreadable (its ``work/work`` holds mode-000 folders,
+    which only root can enter without a chmod: a rootless owner needs one)."""
+    try:
+        shutil.rmtree(path)
+        return
+    except FileNotFoundError:
+        return
+    except OSError:
+        pass
+    for dirpath, dirnames, _ in os.walk(path):  # top-down: each folder is opened up before it is entered
+        for d in dirnames:
+            p = os.path.join(dirpath, d)
+            if not os.path.islink(p):
+                try:
+                    os.chmod(p, 0o700)
+                except OSError:
+                    pass
+    shutil.rmtree(path, ignore_errors=True)
+
+
 _SWEPT: set[str] = set()
 _SWEEP_LOCK = threading.Lock()
 
@@ -315,7 +336,7 @@ def cleanup_stale(base_dir: str | os.PathLike[str] | None = None) -> list[str]:
                 continue
             if any(p.startswith(f"{entry}/") for p, _ in hardening.mounts_of("")):
                 continue  # never remove a directory with a mount below it
-            shutil.rmtree(entry, ignore_errors=True)
+            _rmtree(entry)
             removed.append(entry.name)
     for point, source in hardening.mounts_of(""):  # layers of dead owners elsewhere (another base_dir)
         if source[len("nitrobox-") :] in dead_tags:
@@ -370,7 +391,7 @@ class _Reaper:
                 if shell is not None:
                     shell.wait_gone()
                 if path is not None:
-                    shutil.rmtree(path, ignore_errors=True)
+                    _rmtree(path)
             finally:
                 self._q.task_done()
 
@@ -484,7 +505,7 @@ class Snapshot:
                     hardening.detach(mount)
                 except OSError:
                     return
-            shutil.rmtree(self.path, ignore_errors=True)
+            _rmtree(self.path)
             if self.parent is not None:
                 self.parent._release_child()
 
@@ -860,7 +881,7 @@ class Sandbox:
             except OSError:
                 pass
         if not any(p.startswith(f"{self.dir}/") for p, _ in hardening.mounts_of("")):
-            shutil.rmtree(self.dir, ignore_errors=True)
+            _rmtree(self.dir)
         if self.cgroups is not None:
             self.cgroups.remove()
         _OPEN.discard(self)
@@ -1001,13 +1022,25 @@ class Sandbox:
         err_r, err_w = os.pipe()
         try:
             pid, pidfd = _zygote().spawn(cfg, [in_r, out_w, err_w])
+        except SandboxError as exc:
+            os.close(err_w)
+            err_w = -1
+            os.set_blocking(err_r, False)
+            try:
+                detail = os.read(err_r, 1 << 16).decode(errors="replace").strip()
+            except OSError:
+                detail = ""
+            for fd in (in_w, out_r, err_r):
+                os.close(fd)
+            raise SandboxError(f"{exc}{': ' + detail if detail else ''}") from None
         except BaseException:
             for fd in (in_w, out_r, err_r):
                 os.close(fd)
             raise
         finally:
             for fd in (in_r, out_w, err_w):
-                os.close(fd)
+                if fd >= 0:
+                    os.close(fd)
         for fd in (in_w, out_r, err_r):
             os.set_blocking(fd, False)
         self._shell = _Shell(pidfd, pid, in_w, out_r, err_r)
@@ -1046,7 +1079,7 @@ class Sandbox:
             work = (
                 self._layer / "work"
             )  # a fresh workdir: a volatile mount leaves a marker that refuses reuse
-            shutil.rmtree(work, ignore_errors=True)
+            _rmtree(work)
             work.mkdir()
             self._start_shell()
         except SandboxError as err:
