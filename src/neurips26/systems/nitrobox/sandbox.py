@@ -1,29 +1,118 @@
-"""A sandbox: private namespaces, an overlayfs copy-on-write root and a persistent shell.
+"""A sandbox: private namespaces, an overlayfs copy-on-write root, a PID-1 agent that runs each command.
 
-Life of one sandbox (all of it in processes the kernel tears down together)::
+Life of one sandbox::
 
-    spawner (one small privileged helper per owning process, see _zygote.py), on request:
-      fork, unshare(mount, UTS, IPC, PID[, net]) through libc, fork again -> the sandbox's PID 1, which
-        mounts the overlay   lowerdir=<snapshots...>:<image>, upperdir=<private>, workdir=<private>
-        mounts proc; /proc/sys read-only; read-only binds; sets the hostname; brings lo up
-        pivot_roots into the merged tree and detaches the old root
-        drops every capability (bounding set, inheritable, ambient) and sets no_new_privs
-        execs busybox sh as init: it waits on the command shell and kills everything when the owner goes away
-          /bin/sh -s                                   # the persistent command shell, no capabilities
+    spawner (one small helper per owning process, see _zygote.py; it watches its owner through a pidfd), on
+    request: fork, join the sandbox's cgroup, unshare(mount, UTS, IPC, PID[, net]), fork again -> PID 1:
+        mounts the overlay   lowerdir=<snapshots...>:<image>, upperdir=<private, on its own size-limited tmpfs>
+        mounts proc, masked as Docker masks it; read-only binds, recursively read-only
+        sets the hostname; brings lo up; pivot_root(".", "."), detaches the old root
+        enters a new user namespace (uid/gid 0 inside = the image owner's unprivileged host uid/gid)
+        new session keyring; every capability dropped; no_new_privs; not dumpable; seccomp-bpf filter
+        serves commands: one /bin/sh -c CMD per request, output and wait status relayed in frames
 
-Every mount is made inside the sandbox's private mount namespace (propagation private), so no mount ever
-appears in the host's mount table: when the namespace's last process exits the kernel unmounts the tree. A
-``kill -KILL`` of the sandbox's PID 1 therefore removes processes, namespaces and mounts at once; ``close()``
-then removes the directories. The command shell runs as uid 0 with no capabilities at all (an empty bounding
-set, so exec of a set-user-ID binary grants none; no_new_privs is set), so it cannot mount, pivot, chroot,
-load modules or write the read-only parts of /proc.
+Every mount is made inside the sandbox's private mount namespace (propagation private), so no sandbox mount
+ever appears in the host's mount table; the writable layers' tmpfs mounts are the owner's (mount source
+``nitrobox-<owner pid>.<start time>``). A ``SIGKILL`` of PID 1 removes processes, namespaces and mounts at
+once; ``close()`` also kills the sandbox's cgroup, then detaches the layer and removes the directories.
+``reset()`` detaches the upper layer's tmpfs (O(1); without a disk limit: a rename and a background delete)
+and starts a new agent on an empty one. ``snapshot()`` freezes the current upper layer as a read-only lower
+layer (O(1)) and ``restore(snap)`` mounts a fresh empty upper over the snapshot's layer stack (O(1)).
 
-Commands go to the shell's stdin, each followed by a unique end marker that carries its exit status on stdout
-(and a second marker on stderr); no process is spawned per command. ``reset()`` renames the private upper layer
-away (O(1)) and starts a new shell on an empty one; the old layer is deleted by a background thread.
-``snapshot()`` freezes the current upper layer as a read-only lower layer (O(1) rename) and ``restore(snap)``
-mounts a fresh empty upper over the snapshot's layer stack (O(1)), so a GRPO group of rollouts can branch from
-one snapshot without copying anything.
+Threat model
+------------
+Adversary: the command line given to ``exec`` and everything it starts: arbitrary (model-written) code running
+as root inside the sandbox, with any binary of the image and the binds, any syscall the filter allows, and
+unlimited retries across commands, resets and restarts. Trusted: the owner process and its arguments (image,
+binds, limits), the spawner, the host kernel (shared, as with any container runtime: a kernel exploit is out
+of scope).
+
+Guarantees (each proved by a test in tests/systems/, named below):
+
+- G1 host files: nothing outside the sandbox's own upper layer can be written: the image is a read-only
+  lower layer, binds are read-only with every mount below them (mount_setattr AT_RECURSIVE), the old root is
+  detached (pivot_root without a put-old folder, so the sandbox has nothing to tamper with), and mount targets
+  inside the sandbox's tree are opened without following symlinks (a symlink planted in the upper layer stops
+  the next start instead of redirecting a mount). Nothing outside image and binds can be read: /proc is
+  masked (kcore, keys, timer_list, timer_stats, sched_debug, latency_stats, interrupts, kallsyms hidden;
+  acpi, asound, scsi empty; bus, fs, irq, sys, sysrq-trigger read-only), /sys is not mounted, /dev holds six
+  safe nodes and mknod is refused.
+- G2 other sandboxes and the host's kernel state: private mount, PID, IPC, UTS, cgroup and (default) network
+  namespaces; a user namespace per sandbox, so the kernel keyring is not shared (and the keyring syscalls are
+  refused anyway); a new session keyring.
+- G3 privilege: uid 0 inside is an unprivileged host uid (default; ``DEFAULT_UID`` for images made by
+  build_rootfs); no capabilities in any set; no_new_privs; the seccomp filter of hardening.py refuses the
+  keyring, the mount family, pivot_root, chroot, ptrace and process_vm_*, bpf, perf_event_open, kexec, module
+  loading, open_by_handle_at, userfaultfd, io_uring, unshare/setns/clone with CLONE_NEW*, clock setting,
+  reboot, swap, syslog (clone3 answers ENOSYS); other architectures' syscall entries kill the process.
+- G4 resources: one cgroup per sandbox with pids (1024), memory (2 GiB) and CPU (1 core) limits, and a
+  size-limited writable layer (1 GiB; writes past it fail with ENOSPC and ``ExecResult.disk_full``), all
+  changeable through :class:`Limits`.
+- G5 lifetime: nothing the sandbox starts outlives ``close()`` or its owner. The lifeline is the spawner's
+  pidfd on the owner (outside the sandbox's PID namespace and uid: the sandbox cannot signal or ptrace it);
+  on owner death the spawner detaches the owner's layers and SIGKILLs every sandbox; every PID 1 has
+  PR_SET_PDEATHSIG on the spawner. PID 1 ignores every signal sent from inside. ``cleanup_stale`` kills a
+  recorded init that still runs and detaches a dead owner's mounts before it removes a folder, and never
+  removes one with a mount below it.
+- G6 results: each command is its own ``sh -c``; framing and exit status come from the agent (``waitpid``),
+  never from anything the command can redefine, close or redirect; a command is done when its shell has exited
+  and both output pipes are closed, as with ``subprocess.run``. For any command line, ``exec(cmd)`` returns
+  what ``sh -c cmd`` returns in a fresh shell (property-tested). By design, what persists between commands is
+  the file system and background processes; shell state (working directory, variables, functions, aliases,
+  options, traps) does not: every command starts in ``/`` with the sandbox's environment.
+
+Against Docker's and bubblewrap's defaults (Docker 20.10+/runc without options; bwrap as the baseline runs it:
+``--unshare-all --cap-drop ALL --die-with-parent --new-session --proc /proc --dev /dev``):
+
+==========================  ===========================  ==========================  ========================  ==========================================================
+point                       NitroBox (default)           Docker default              bubblewrap (as above)     test
+==========================  ===========================  ==========================  ========================  ==========================================================
+seccomp                     deny-list of Docker's         default profile (allow-     none (``--seccomp FD``    test_seccomp_refuses_dockers_refused_syscalls,
+                            refusals + ptrace, io_uring   list; ptrace allowed on     is opt-in)                test_kernel_keyring_refused_and_separate,
+                                                          kernels >= 4.8)                                       test_mounting_after_unshare_is_refused
+capabilities                none (all five sets empty)    14 kept (CHOWN, DAC_OVER-   none                      test_no_capabilities_and_no_escape_routes
+                                                          RIDE, SETUID, MKNOD, ...)
+masked /proc                kcore keys timer_list         same list (+ /sys/firmware  none (a fresh proc)       test_proc_is_masked_as_docker_masks_it
+                            timer_stats sched_debug       and powercap; no sysfs
+                            latency_stats interrupts      here)
+                            kallsyms; acpi asound scsi
+read-only /proc             bus fs irq sys sysrq-trigger  same                        sys sysrq-trigger irq     test_proc_is_masked_as_docker_masks_it
+                                                                                      bus
+sysfs                       not mounted                   read-only                   not mounted unless asked  test_sysfs_and_devices
+devices                     6 nodes, mknod refused        tmpfs /dev + device cgroup  --dev: minimal tmpfs      test_sysfs_and_devices
+cgroup limits               pids 1024, memory 2 GiB,      own cgroup, no limits       none                      test_fork_bomb_is_bounded_and_the_sandbox_recovers,
+                            1 CPU (v2, or v1 on hybrid)                                                         test_memory_and_cpu_limits_are_set
+disk limit                  1 GiB tmpfs upper             none (overlay2)             none                      test_disk_limit_of_the_writable_layer
+no-new-privileges           on                            off (opt-in)                on (always)               test_no_capabilities_and_no_escape_routes
+user-namespace remapping    on (0 -> uid 1048576+);       off (userns-remap opt-in)   user ns, 0 -> caller's    test_uid_0_inside_is_an_unprivileged_host_uid,
+                            rootless for a non-root                                   uid (root: 0 -> 0)        test_rootless_mode_for_a_non_root_owner,
+                            owner                                                                               test_privileged_mode_needs_a_root_owned_image_and_warns
+read-only binds             recursive                     ``ro`` bind recursive       ``--ro-bind`` recursive   test_read_only_bind_is_read_only_all_the_way_down
+                            (mount_setattr)               (runc rro on new kernels)
+owner death                 spawner kills all; pdeath-    daemon-managed (live-       --die-with-parent         test_sandboxed_code_cannot_kill_the_lifeline_and_owner_death_kills_everything,
+                            sig; stale sweep              restore)                    (opt-in)                  test_cleanup_stale_never_removes_a_live_sandbox_under_its_mounts
+runtime binary overwrite    PID 1 not dumpable, other     runc re-exec from a         bwrap not in the          test_overwriting_the_runtime_through_proc_exe
+(/proc/self/exe)            uid, no caps                  sealed memfd                sandbox's PID ns
+symlinked mount targets     refused (O_NOFOLLOW walk)     refused (runc securejoin)   n/a (no persistent root)  test_mount_target_symlink_planted_in_the_upper_layer_is_refused
+ptrace of the runtime       refused (seccomp, not dump-   PID ns, caps                PID ns                    test_ptrace_of_the_agent_and_the_spawner
+                            able, other PID ns)
+cgroup release_agent        no cgroupfs, mount refused    cgroupfs read-only          no cgroupfs               test_cgroup_release_agent_and_cgroupfs
+exit status / framing       agent's waitpid, frames       runc/containerd waitpid     bwrap's waitpid           test_exit_status_cannot_be_forged_and_protocol_cannot_desync,
+                                                                                                                test_exec_returns_what_sh_c_returns
+LSM (AppArmor/SELinux),     none                          docker-default AppArmor     none                      (not implemented; see claims.toml deviations)
+Landlock                                                  where enabled
+time namespace              none (clock setting refused)  none                        none                      test_seccomp_refuses_dockers_refused_syscalls
+==========================  ===========================  ==========================  ========================  ==========================================================
+
+Not guaranteed (honest limits): kernel bugs and side channels (/proc/meminfo, cpuinfo, loadavg show the host);
+with ``network=True`` the host's network namespace is shared (abstract unix sockets, ports); sandboxes of one
+image owner share one host uid range (their files and processes stay apart through the namespaces, but
+per-uid kernel counters such as RLIMIT_NPROC are shared); /proc/self/mountinfo shows the host paths of the
+layers (as in Docker) and /proc/1/cmdline the host interpreter's path where the kernel refuses PR_SET_MM (it
+does here); cgroup v2 is implemented but this machine's hybrid hierarchy only exercises v1; in rootless mode
+no cgroup and no disk limit are applied (an unprivileged owner can create neither) and
+``userns=None`` with an image owned by host root falls back, with a warning, to privileged mode (uid 0 inside
+is host uid 0, without capabilities, behind the same filter).
 """
 
 from __future__ import annotations
