@@ -171,10 +171,14 @@ def cgroup_mode() -> tuple[str, str]:
     if (_CG_ROOT / "cgroup.controllers").exists():
         have = set((_CG_ROOT / "cgroup.controllers").read_text().split())
         if {"pids", "memory", "cpu"} <= have:
+            if not os.access(_CG_ROOT, os.W_OK):
+                return "", f"{_CG_ROOT} is not writable (a read-only cgroup mount)"
             return "v2", ""
         return "", f"cgroup v2 lacks controllers: {sorted({'pids', 'memory', 'cpu'} - have)}"
     missing = [c for c in _V1 if not (_CG_ROOT / c / "cgroup.procs").exists()]
     if not missing:
+        if not all(os.access(_CG_ROOT / c / _own_cgroup(c).lstrip("/"), os.W_OK) for c in _V1):
+            return "", "the v1 cgroup hierarchies are not writable"
         return "v1", ""
     return "", f"no cgroup v2 with pids/memory/cpu and no v1 hierarchies for {missing}"
 

@@ -831,7 +831,12 @@ class Sandbox:
         try:
             mode, self.cgroup_why = hardening.cgroup_mode()
             if mode and any(v is not None for v in (limits.pids, limits.memory_mb, limits.cpus)):
-                self.cgroups = Cgroups(mode, _mount_tag(), limits)
+                try:
+                    self.cgroups = Cgroups(mode, _mount_tag(), limits)
+                except OSError as err:  # e.g. controllers not delegated: run, but say so
+                    self.cgroup_why = f"cgroup {mode} not usable: {err}"
+            if self.cgroups is None and not self.rootless and self.cgroup_why:
+                warnings.warn(f"nitrobox: no cgroup limits ({self.cgroup_why})", stacklevel=2)
             self._new_layer()
             self._start_shell()
         except BaseException:
