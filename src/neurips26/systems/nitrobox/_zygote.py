@@ -215,10 +215,18 @@ def _setup(cfg, sync_w, sync_r):
         _check(libc.unshare(CLONE_NEWCGROUP), "unshare cgroup")
     root = cfg["root"]
     if root["type"] == "overlay":
-        opts = f"lowerdir={':'.join(root['lower'])},upperdir={root['upper']},workdir={root['work']}"
+        # the layers by descriptor: the sandbox's /proc/self/mountinfo then shows /proc/self/fd/N, not the
+        # host paths of the image and the layers
+        fds = [os.open(p, os.O_PATH | os.O_DIRECTORY) for p in (*root["lower"], root["upper"], root["work"])]
+        paths = [f"/proc/self/fd/{fd}" for fd in fds]
+        opts = f"lowerdir={':'.join(paths[:-2])},upperdir={paths[-2]},workdir={paths[-1]}"
         if root.get("volatile"):
             opts += ",volatile"  # no sync of the upper layer (neither fsync inside nor at unmount)
-        _mount("overlay", merged, "overlay", MS_NOSUID, opts)
+        try:
+            _mount("overlay", merged, "overlay", MS_NOSUID, opts)
+        finally:
+            for fd in fds:
+                os.close(fd)
     else:
         _mount(root["source"], merged, None, MS_BIND | MS_REC)
     _mount_beneath("proc", merged, "proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)

@@ -45,7 +45,9 @@ Guarantees (each proved by a test in tests/systems/, named below):
   keyring, the mount family, pivot_root, chroot, ptrace and process_vm_*, bpf, perf_event_open, kexec, module
   loading, open_by_handle_at, userfaultfd, io_uring, unshare/setns/clone with CLONE_NEW*, clock setting,
   reboot, swap, syslog (clone3 answers ENOSYS); other architectures' syscall entries kill the process.
-- G4 resources: one cgroup per sandbox with pids (1024), memory (2 GiB) and CPU (1 core) limits, and a
+- G4 resources: one cgroup per sandbox with pids (1024), memory (2 GiB) and CPU (1 core) limits (``close()``
+  kills every process in it; an emptied cgroup is kept for the owner's next sandbox with the same limits,
+  since making v1 cgroups costs milliseconds on a busy host), and a
   size-limited writable layer (1 GiB; writes past it fail with ENOSPC and ``ExecResult.disk_full``), all
   changeable through :class:`Limits`.
 - G5 lifetime: nothing the sandbox starts outlives ``close()`` or its owner. The lifeline is the spawner's
@@ -107,12 +109,12 @@ time namespace              none (clock setting refused)  none                  
 Not guaranteed (honest limits): kernel bugs and side channels (/proc/meminfo, cpuinfo, loadavg show the host);
 with ``network=True`` the host's network namespace is shared (abstract unix sockets, ports); sandboxes of one
 image owner share one host uid range (their files and processes stay apart through the namespaces, but
-per-uid kernel counters such as RLIMIT_NPROC are shared); /proc/self/mountinfo shows the host paths of the
-layers (as in Docker) and /proc/1/cmdline the host interpreter's path where the kernel refuses PR_SET_MM (it
-does here); cgroup v2 is implemented but this machine's hybrid hierarchy only exercises v1; in rootless mode
-no cgroup and no disk limit are applied (an unprivileged owner can create neither) and
-``userns=None`` with an image owned by host root falls back, with a warning, to privileged mode (uid 0 inside
-is host uid 0, without capabilities, behind the same filter).
+per-uid kernel counters such as RLIMIT_NPROC are shared); /proc/1/cmdline shows the host interpreter's and
+the spawner's paths where the kernel refuses PR_SET_MM (it does here; the layers are mounted by descriptor,
+so /proc/self/mountinfo shows no host path of the image or the layers); cgroup v2 is implemented but this
+machine's hybrid hierarchy only exercises v1; in rootless mode no cgroup and no disk limit are applied (an
+unprivileged owner can create neither) and ``userns=None`` with an image owned by host root falls back, with
+a warning, to privileged mode (uid 0 inside is host uid 0, without capabilities, behind the same filter).
 """
 
 from __future__ import annotations
@@ -514,6 +516,7 @@ def _close_all() -> None:
     for snap in list(_SNAPSHOTS):
         snap._remove_now()
     _REAPER.flush()
+    hardening.remove_free_cgroups()
     if _ZYGOTE is not None and _ZYGOTE.owner == os.getpid():
         _ZYGOTE.close()
 
@@ -832,7 +835,7 @@ class Sandbox:
             mode, self.cgroup_why = hardening.cgroup_mode()
             if mode and any(v is not None for v in (limits.pids, limits.memory_mb, limits.cpus)):
                 try:
-                    self.cgroups = Cgroups(mode, _mount_tag(), limits)
+                    self.cgroups = hardening.acquire_cgroups(mode, _mount_tag(), limits)
                 except OSError as err:  # e.g. controllers not delegated: run, but say so
                     self.cgroup_why = f"cgroup {mode} not usable: {err}"
             if self.cgroups is None and not self.rootless and self.cgroup_why:
@@ -977,7 +980,7 @@ class Sandbox:
         if not any(p.startswith(f"{self.dir}/") for p, _ in hardening.mounts_of("")):
             _rmtree(self.dir)
         if self.cgroups is not None:
-            self.cgroups.remove()
+            hardening.release_cgroups(self.cgroups, self.limits)  # emptied: kept for the next sandbox
         _OPEN.discard(self)
 
     def __enter__(self) -> Sandbox:
