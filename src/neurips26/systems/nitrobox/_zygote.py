@@ -541,10 +541,23 @@ def _reap_children(live):
             os.close(fd)
 
 
-def _kill_all(live):
+def _kill_all(live, cgroups):
+    """SIGKILL every sandbox's PID 1 (its PID namespace goes with it), then whatever is left in their cgroups."""
     for fd in live.values():
         try:
             signal.pidfd_send_signal(fd, signal.SIGKILL)
+        except OSError:
+            pass
+    for procs in cgroups:
+        kill = os.path.join(os.path.dirname(procs), "cgroup.kill")
+        try:
+            if os.path.exists(kill):
+                with open(kill, "w") as f:
+                    f.write("1")
+                continue
+            with open(procs) as f:
+                for pid in f.read().split():
+                    os.kill(int(pid), signal.SIGKILL)
         except OSError:
             pass
 
@@ -583,6 +596,7 @@ def main(fd, owner_pid):
     tag = _owner_mounts(owner_pid)
     _check(libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0), "child subreaper")
     live = {}  # pid -> pidfd of every sandbox's PID 1 this spawner made
+    cgroups = set()  # the cgroup.procs files of the sandboxes' cgroups
     try:
         owner = os.pidfd_open(owner_pid)
     except OSError:
@@ -627,6 +641,7 @@ def main(fd, owner_pid):
                 else:
                     pid, pidfd = _spawn(cfg, fds)
                     live[pid] = os.dup(pidfd)
+                    cgroups.update(cfg.get("cgroups", ()))
                     reply = {"pid": pid}
             except Exception as err:  # noqa: BLE001 - every failure goes back to the owner
                 reply = {"error": f"{type(err).__name__}: {err}"}
@@ -645,7 +660,7 @@ def main(fd, owner_pid):
                     os.close(pidfd)
     finally:
         _detach_mounts(tag)  # the layers of a dead owner (nothing of a live one: only this owner's tag)
-        _kill_all(live)
+        _kill_all(live, cgroups)
 
 
 if __name__ == "__main__":
