@@ -1,4 +1,4 @@
-"""Reproduction: NitroBox-style sandboxes (namespaces + overlayfs CoW + persistent shell) against bubblewrap,
+"""Reproduction: NitroBox-style sandboxes (namespaces + overlayfs CoW + a persistent in-sandbox command agent) against bubblewrap,
 a full-copy root and Docker: create / exec / reset / delete latency, isolation probes, and a GRPO-style rollout
 harness (digest: ``nitrobox``).
 

@@ -157,11 +157,13 @@ class SandboxError(RuntimeError):
 class ExecResult:
     """What one command returned.
 
-    ``exit_code`` is the shell's ``$?`` after the command (124 after a timeout, like coreutils ``timeout``).
-    ``stdout`` / ``stderr`` are decoded as UTF-8 with replacement characters; the raw bytes are in
-    ``stdout_bytes`` / ``stderr_bytes``. ``timed_out`` says the command hit its timeout (the sandbox's processes
-    were killed and a new shell started on the same files); ``shell_restarted`` says the shell had to be
-    restarted (after a timeout, or a command that made the shell exit).
+    ``exit_code`` is the exit status of the command's ``sh -c`` as ``waitpid`` reported it (128 + N when a
+    signal N killed it; 124 after a timeout, like coreutils ``timeout``). ``stdout`` / ``stderr`` are decoded
+    as UTF-8 with replacement characters; the raw bytes are in ``stdout_bytes`` / ``stderr_bytes`` (each kept
+    up to 64 MiB, ``truncated`` beyond). ``timed_out`` says the command hit its timeout (every process of the
+    sandbox was killed and a new agent started on the same files); ``shell_restarted`` says the agent had to
+    be restarted (after a timeout, or when it had died, e.g. killed by the OOM killer). ``disk_full`` says the
+    writable layer had no space left after the command (writes past the disk limit fail with ENOSPC).
     """
 
     exit_code: int
