@@ -89,8 +89,8 @@ no-new-privileges           on                            off (opt-in)          
 user-namespace remapping    on (0 -> uid 1048576+);       off (userns-remap opt-in)   user ns, 0 -> caller's    test_uid_0_inside_is_an_unprivileged_host_uid,
                             rootless for a non-root                                   uid (root: 0 -> 0)        test_rootless_mode_for_a_non_root_owner,
                             owner                                                                               test_privileged_mode_needs_a_root_owned_image_and_warns
-read-only binds             recursive                     ``ro`` bind recursive       ``--ro-bind`` recursive   test_read_only_bind_is_read_only_all_the_way_down
-                            (mount_setattr)               (runc rro on new kernels)
+read-only binds             recursive                     ``ro``: top mount only      ``--ro-bind`` recursive   test_read_only_bind_is_read_only_all_the_way_down
+                            (mount_setattr)               before Docker 25; then rro
 owner death                 spawner kills all; pdeath-    daemon-managed (live-       --die-with-parent         test_sandboxed_code_cannot_kill_the_lifeline_and_owner_death_kills_everything,
                             sig; stale sweep              restore)                    (opt-in)                  test_cleanup_stale_never_removes_a_live_sandbox_under_its_mounts
 runtime binary overwrite    PID 1 not dumpable, other     runc re-exec from a         bwrap not in the          test_overwriting_the_runtime_through_proc_exe
