@@ -3,9 +3,10 @@
 #   chromium-headless-shell  the report's browser test (tests/harness/test_report_browser.py)
 #   busybox-static           NitroBox's offline root file system
 #   bubblewrap               NitroBox's one-shot sandbox baseline
+#   libseccomp2              libseccomp, which NitroBox's seccomp binding (pyseccomp, the `systems` extra) loads
 # Tests that need a package skip with a reason when it could not be installed.
 set -u
-PACKAGES=(chromium-headless-shell busybox-static bubblewrap)
+PACKAGES=(chromium-headless-shell busybox-static bubblewrap libseccomp2)
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

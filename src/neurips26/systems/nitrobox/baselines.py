@@ -1,7 +1,7 @@
 """Baselines for the sandbox lifecycle, each behind the same small interface (create / exec / reset / close).
 
 - :class:`CopyRootSandbox`: the "chroot + full copy" ablation: the same namespaces, capability drop and
-  persistent shell as :class:`Sandbox`, but the root is a private full copy of the image (``cp -a``) instead of an
+  command agent as :class:`Sandbox`, but the root is a private full copy of the image (``cp -a``) instead of an
   overlay, so create and reset cost a copy of the whole tree.
 - :class:`BwrapOneShot`: bubblewrap (Debian ``bubblewrap``), one fresh sandbox per command (the natural
   daemonless tool without a persistent shell); the image is bound read-only and a per-episode directory is
@@ -36,8 +36,9 @@ from .sandbox import _HOST_PATH, ExecResult, Sandbox, SandboxError, _wait_proc
 class CopyRootSandbox(Sandbox):
     """The no-copy-on-write ablation: each create/reset copies the whole image into a private root.
 
-    Everything else (namespaces, pivot_root, capability drop, persistent shell, background deletion of the
-    old root on reset) is :class:`Sandbox`'s, so the difference measured is the file-system strategy alone.
+    Everything else (namespaces, pivot_root, user namespace, seccomp, capability drop, command agent, background
+    deletion of the old root on reset) is :class:`Sandbox`'s, so the difference measured is the file-system
+    strategy alone (its root is a plain directory: no size-limited tmpfs layer).
     Snapshots are not supported.
     """
 

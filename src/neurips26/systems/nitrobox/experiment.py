@@ -1,4 +1,4 @@
-"""Reproduction: NitroBox-style sandboxes (namespaces + overlayfs CoW + persistent shell) against bubblewrap,
+"""Reproduction: NitroBox-style sandboxes (namespaces + overlayfs CoW + a persistent in-sandbox command agent) against bubblewrap,
 a full-copy root and Docker: create / exec / reset / delete latency, isolation probes, and a GRPO-style rollout
 harness (digest: ``nitrobox``).
 
@@ -24,6 +24,7 @@ import numpy as np
 from neurips26.harness import Run
 
 from .baselines import BwrapOneShot, CopyRootSandbox, DockerDaemon, DockerSandbox, PlainShell, criu_check
+from .hardening import Limits, cgroup_mode, seccomp_bpf
 from .rollout import TASK_SETUP, Backend, run_rollouts
 from .rootfs import build_rootfs, tree_size
 from .sandbox import (
@@ -33,6 +34,7 @@ from .sandbox import (
     host_pids_in_namespace,
     sandbox_support,
     spawner_startup_seconds,
+    userns_support,
 )
 
 CMD = "echo hello > /tmp/probe && cat /tmp/probe"  # the digest's exec: write a file, read it back
@@ -91,14 +93,14 @@ def _isolation_probes(image: Path, base: Path) -> list[dict]:
 
     passwd = (image / "etc" / "passwd").read_bytes()
     host_name = os.uname().nodename
-    a = Sandbox(image, base_dir=base, hostname="sbx-a")
+    a = Sandbox(image, base_dir=base, hostname="sbx-a", limits=Limits(disk_mb=2))
     b = Sandbox(image, base_dir=base, hostname="sbx-b")
     try:
         a.exec("echo secret > /root/secret")
         probe("file invisible to another sandbox", b.exec("cat /root/secret").exit_code != 0)
         probe("file invisible to the host image", not (image / "root" / "secret").exists())
-        init = a.exec("cat /proc/1/cmdline | tr '\\0' ' '").stdout
-        probe("PID 1 is the sandbox init", "__nbx_exit__" in init, init[:40])
+        init = a.exec("cat /proc/1/comm").stdout
+        probe("PID 1 is the sandbox init", init.startswith("nitrobox-init"), init[:40])
         n_proc = int(a.exec("ls /proc | grep -c '^[0-9]'").stdout.strip() or 0)
         host_proc = sum(1 for p in Path("/proc").iterdir() if p.name.isdigit())
         probe(
@@ -118,6 +120,20 @@ def _isolation_probes(image: Path, base: Path) -> list[dict]:
         probe("cannot mount", a.exec("mount -t tmpfs none /mnt").exit_code != 0)
         probe("/proc/sys read-only", "Read-only" in a.exec("echo 1 > /proc/sys/vm/overcommit_ratio").stderr)
         probe("old root unreachable", a.exec("ls /.oldroot/etc").exit_code != 0)
+        status = a.exec("cat /proc/self/status").stdout
+        probe("seccomp filter loaded", "Seccomp:\t2" in status)
+        uid_map = a.exec("cat /proc/self/uid_map").stdout.split()
+        probe(
+            "uid 0 is an unprivileged host uid",
+            not a.userns or (uid_map[:2] == ["0", str(a.uid)] and a.uid != 0),
+            " ".join(uid_map),
+        )
+        probe("no nested user namespace", a.exec("unshare -U -r true").exit_code != 0)
+        probe("/proc/timer_list hidden", a.exec("cat /proc/timer_list").stdout == "")
+        probe("/proc/irq read-only", "Read-only" in a.exec("echo 1 > /proc/irq/default_smp_affinity").stderr)
+        r = a.exec("dd if=/dev/zero of=/tmp/fill bs=1M count=4 2>&1; rm -f /tmp/fill")
+        probe("writes beyond the disk limit fail", "No space left" in r.stdout, r.stdout[-60:])
+        probe("pids limit set", a.cgroups is None or a.cgroups.read("pids.max") == "1024")
         a.exec("echo v1 > /root/state")
         snap = a.snapshot()
         a.exec("echo v2 > /root/state; echo junk > /root/junk")
@@ -337,10 +353,29 @@ def run(run: Run) -> None:
         run.metric("ours_disk_reset_median_ms", disk["reset"]["median"])
         run.metric("bwrap_exec_median_ms", stats["bubblewrap one-shot"]["exec"]["median"])
         run.metric("plain_exec_median_ms", pe["median"])
+        # every ratio, from medians of the same interleaved rounds
+        run.metric(
+            "exec_speedup_vs_bwrap_medians",
+            stats["bubblewrap one-shot"]["exec"]["median"] / ours["exec"]["median"],
+        )
+        run.metric("exec_vs_plain_sh_medians", ours["exec"]["median"] / pe["median"])
+        run.metric("exec_vs_plain_sh_minima", ours["exec"]["min"] / pe["min"])
+        run.metric(
+            "create_vs_bwrap_exec_medians",
+            ours["create"]["median"] / stats["bubblewrap one-shot"]["exec"]["median"],
+        )
+        run.metric("seccomp_filter_instructions", len(seccomp_bpf()) // 8)
+        run.metric("userns", int(userns_support()[0]))
+        mode, why = cgroup_mode()
+        run.metric("cgroup_v2", int(mode == "v2"))
+        run.metric("cgroup_v1", int(mode == "v1"))
+        if why:
+            run.note(f"no per-sandbox cgroups: {why}")
 
         run.check("create_latency_ms", ours["create"]["min"])
         run.check("reset_latency_ms", ours["reset"]["min"])
         run.check("exec_latency_ms", ours["exec"]["min"])
+        run.check("exec_vs_plain_sh", ours["exec"]["median"] / pe["median"])
         run.metric("reset_speedup_vs_copy_minima", copy["reset"]["min"] / ours["reset"]["min"])
         # the median of the per-round ratios: one round that meets a scheduling spike on a busy machine (a
         # shell round-trip stalls) must not decide a claim about the typical reset

@@ -17,6 +17,9 @@ import sys
 from pathlib import Path
 
 IMAGE_META = ".nitrobox-image.json"
+# host uid (and gid) that owns images by default: root inside a sandbox is this uid on the host (a user
+# namespace maps 0..65535 inside to DEFAULT_UID..DEFAULT_UID+65535); no account and no file of the host has it
+DEFAULT_UID = 1 << 20
 
 # Debian's static busybox first: a dynamically linked one would need the host's libc inside the tree.
 _BUSYBOX_CANDIDATES = ("/bin/busybox", "/usr/bin/busybox", "/usr/lib/busybox/busybox-static")
@@ -90,6 +93,7 @@ def build_rootfs(
     pad_mb: float = 0.0,
     pad_files: int = 1024,
     overwrite: bool = False,
+    uid: int = DEFAULT_UID,
 ) -> Path:
     """Build the sandbox root file system at ``dest`` and return its path.
 
@@ -101,6 +105,9 @@ def build_rootfs(
     pad_mb : add this many MB of filler files under ``/opt/pad`` (``pad_files`` files), to stand in for a
         realistic image's size and file count (the chroot + full copy baseline copies all of it).
     overwrite : remove an existing ``dest`` first.
+    uid : the host uid and gid that own the tree: root inside a sandbox on it (default ``DEFAULT_UID``, an
+        unprivileged id; 0 makes a host-root image, which sandboxes run only in privileged mode; a rootless
+        owner's own uid for its sandboxes).
 
     Needs root (device nodes are made with mknod) and the ``busybox-static`` package.
     """
@@ -115,6 +122,8 @@ def build_rootfs(
     for b in extra_binds:
         if not isinstance(b, str) or not os.path.isabs(b):
             raise ValueError(f"extra_binds must hold absolute paths, got {b!r}")
+    if isinstance(uid, bool) or not isinstance(uid, int) or not 0 <= uid < 2**32 - 65537:
+        raise ValueError(f"uid must be an integer in [0, 2**32 - 65537), got {uid!r}")
     if os.geteuid() != 0:
         raise PermissionError("build_rootfs needs root (it makes device nodes with mknod)")
     busybox = find_busybox()
@@ -151,7 +160,6 @@ def build_rootfs(
     (tmp / "tmp").mkdir(mode=0o1777)
     os.chmod(tmp / "tmp", 0o1777)
     (tmp / "root").chmod(0o700)
-    (tmp / ".oldroot").mkdir(mode=0o000)  # pivot_root's put_old; detached before any command runs
     shutil.copy2(busybox, tmp / "bin" / "busybox")
     applets = subprocess.run(
         [str(busybox), "--list"], check=True, capture_output=True, text=True, timeout=30
@@ -192,7 +200,13 @@ def build_rootfs(
         "pad_bytes": int(pad_mb * 1024 * 1024),
         "pad_files": n_pad,
     }
+    meta["uid"] = uid
     (tmp / IMAGE_META).write_text(json.dumps(meta, indent=1))
+    if uid != 0:
+        for dirpath, dirnames, filenames in os.walk(tmp):
+            for name in dirnames + filenames:
+                os.lchown(os.path.join(dirpath, name), uid, uid)
+        os.lchown(tmp, uid, uid)
     os.rename(tmp, dest)  # a half-built tree never sits at dest
     return dest
 
