@@ -426,6 +426,13 @@ def test_bad_teacher(data):
         SpectralForestDistiller(clf, prefit=True).fit(X, y)
     with pytest.raises(ValueError, match="fitted"):
         SpectralForestDistiller(RandomForestRegressor(), prefit=True).fit(X, y)
+
+    class NeverFit(RandomForestClassifier):  # records a fit: the type check must come first
+        def fit(self, *args, **kwargs):
+            raise AssertionError("fitted before the type check")
+
+    with pytest.raises(TypeError, match="estimator"):
+        SpectralForestDistiller(NeverFit()).fit(X, y)
     lad = GradientBoostingRegressor(n_estimators=3, loss="absolute_error").fit(X, y)
     with pytest.raises(ValueError, match="loss"):
         TreeSmoother(lad, X)

@@ -37,13 +37,13 @@ from typing import Any
 
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin, clone
-from sklearn.ensemble import RandomForestRegressor
+from sklearn.ensemble import GradientBoostingRegressor, RandomForestRegressor
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.neural_network import MLPRegressor
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .smoother import TreeSmoother, _ensemble_kind, leaf_membership, smoother_spectrum
+from .smoother import _FORESTS, TreeSmoother, _ensemble_kind, leaf_membership, smoother_spectrum
 
 __all__ = ["SpectralForestDistiller", "mlp_parameter_count", "student_layers_for_budget"]
 
@@ -259,6 +259,8 @@ class SpectralForestDistiller(RegressorMixin, BaseEstimator):
                 )
             self.estimator_ = teacher
         else:
+            if not isinstance(teacher, (*_FORESTS, GradientBoostingRegressor)):  # before paying for a fit
+                _ensemble_kind(teacher)  # raises its TypeError
             self.estimator_ = clone(teacher).fit(X, y)
             _ensemble_kind(self.estimator_)
         self.kind_ = _ensemble_kind(self.estimator_)
