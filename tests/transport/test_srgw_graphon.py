@@ -211,6 +211,8 @@ def test_n_init_keeps_the_lowest_of_the_starts_run():
     # the kept attributes belong together: the loss of the kept labels and block matrix
     z, C = est.labels_, est.block_matrix_
     assert np.mean((A - C[np.ix_(z, z)]) ** 2) == pytest.approx(est.loss_, rel=1e-9)
+    labels = SRGWGraphonEstimator(5, init="random", n_init=4, random_state=1).fit_predict(A)
+    np.testing.assert_array_equal(labels, est.labels_)
     T0 = initial_coupling(A, 3, "kmeans", random_state=0)
     with pytest.warns(RuntimeWarning, match="n_init"):
         one = SRGWGraphonEstimator(3, init=T0, n_init=3).fit(A)

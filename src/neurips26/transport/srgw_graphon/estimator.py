@@ -354,6 +354,10 @@ class SRGWGraphonEstimator(BaseEstimator):
             "best_init_": "array" if start is None else start,
         }
 
+    def fit_predict(self, A: Any, y: None = None, node_weights: Any = None) -> np.ndarray:
+        """Fit to ``A`` and return the block of each node (``labels_``), as scikit-learn's clusterers."""
+        return self.fit(A, node_weights=node_weights).labels_
+
     def probability_matrix(self, relaxed: bool = False) -> np.ndarray:
         r"""Estimated edge-probability matrix :math:`\hat\Theta` (n, n).
 
