@@ -159,6 +159,9 @@ def test_laplacian_and_callable_kernels(blobs):
         ({"max_no_improvement": 0}, "max_no_improvement"),
         ({"reassign_after": -1}, "reassign_after"),
         ({"batch_size": True}, "batch_size"),
+        ({"n_init": 0}, "n_init"),
+        ({"n_init": "many"}, "n_init"),
+        ({"n_init": 2.5}, "n_init"),
     ],
 )
 def test_bad_parameters_raise(blobs, params, match):
@@ -190,7 +193,10 @@ def test_bad_data_raises(cls):
 
 @pytest.mark.parametrize("est", [MiniBatchKernelKMeans(3, random_state=0), KernelKMeans(3, random_state=0)])
 def test_sklearn_estimator_contract(est):
-    check_estimator(est)
+    # as scikit-learn's KMeans and MiniBatchKMeans: a randomly seeded fit draws different seeds from repeated
+    # rows than from weights, so weights equal repetition only from fixed centres (tested below)
+    reason = "sample_weight is not equivalent to repeating samples for a randomly seeded fit (as KMeans)"
+    check_estimator(est, expected_failed_checks={"check_sample_weight_equivalence_on_dense_data": reason})
 
 
 @pytest.mark.experiment
@@ -481,3 +487,136 @@ def test_defaults_are_faster_than_full_batch_on_a_users_problem():
                 times.append(time.perf_counter() - t0)
     assert min(t_full) / min(t_ours) > 1.5  # about 4x measured; the margin absorbs a shared machine
     assert adjusted_rand_score(y, ours_est.labels_) > adjusted_rand_score(y, full_est.labels_) - 0.02
+
+
+# --- sample_weight and n_init (scikit-learn's semantics) ----------------------------------------------------
+def test_weighted_kernel_kmeans_equals_sklearn_kmeans_under_a_linear_kernel():
+    X, _ = make_blobs(400, centers=4, n_features=3, cluster_std=2.0, random_state=7)
+    w = np.random.default_rng(1).uniform(0.1, 5.0, size=len(X))
+    for seed in range(3):
+        C0 = X[np.random.default_rng(seed).choice(len(X), 4, replace=False)]
+        ours = KernelKMeans(4, kernel=linear_kernel, init=C0, max_iter=300).fit(X, sample_weight=w)
+        ref = KMeans(4, init=C0, n_init=1, algorithm="lloyd", tol=0.0, max_iter=300).fit(X, sample_weight=w)
+        np.testing.assert_array_equal(ours.labels_, ref.labels_)
+        assert ours.inertia_ == pytest.approx(ref.inertia_, rel=1e-9)
+
+
+@pytest.mark.parametrize("cls", [KernelKMeans, MiniBatchKernelKMeans])
+def test_integer_weights_equal_repeated_points(blobs, cls):
+    # brute force: a point of weight 3 is three copies of it (RBF kernel, same fixed centres, whole-data
+    # batches for the mini-batch method so that no sampling differs)
+    X, _ = blobs
+    X = X[:200]
+    counts = np.random.default_rng(2).integers(0, 4, size=len(X))
+    counts[:4] = np.maximum(counts[:4], 1)
+    C0 = X[:4]
+    kw = dict(gamma=0.2, init=C0)
+    if cls is MiniBatchKernelKMeans:
+        kw.update(
+            batch_size=10_000, tau=None, max_iter=6, tol=0.0, max_no_improvement=None, reassign_after=None
+        )
+    weighted = cls(4, **kw).fit(X, sample_weight=counts)
+    repeated = cls(4, **kw).fit(np.repeat(X, counts, axis=0))
+    np.testing.assert_allclose(weighted.transform(X), repeated.transform(X), atol=1e-9)
+    assert weighted.inertia_ == pytest.approx(repeated.inertia_, rel=1e-9)
+    np.testing.assert_array_equal(weighted.predict(X), repeated.predict(X))
+
+
+def test_weighted_partial_fit_equals_sklearn_minibatchkmeans_on_the_same_batches():
+    X, _ = make_blobs(800, centers=3, n_features=4, random_state=5)
+    C0 = X[[0, 1, 2]]
+    ours = MiniBatchKernelKMeans(3, kernel=linear_kernel, init=C0, learning_rate="sklearn", tau=None)
+    ref = MiniBatchKMeans(3, init=C0, n_init=1, reassignment_ratio=0.0, batch_size=64)
+    rng = np.random.default_rng(0)
+    for _ in range(8):
+        rows = rng.integers(0, len(X), 64)
+        batch, w = X[rows], rng.uniform(0.2, 3.0, size=64)
+        ours.partial_fit(batch, sample_weight=w)
+        ref.partial_fit(batch, sample_weight=w)
+    centres = np.zeros((3, 4))
+    np.add.at(centres, ours.support_owner_, ours.support_weights_[:, None] * ours.support_vectors_)
+    np.testing.assert_allclose(centres, ref.cluster_centers_, atol=1e-10)
+
+
+def test_zero_weight_points_are_never_seeds_and_move_nothing(blobs):
+    X, _ = blobs
+    w = np.ones(len(X))
+    w[::2] = 0.0
+    kfn, _ = make_kernel("rbf", 0.3, X)
+    for seed in range(5):
+        seeds = kernel_kmeans_plusplus(X, 4, kfn, np.ones(len(X)), seed, sample_weight=w)
+        assert np.all(w[seeds] > 0)
+    C0 = X[1:8:2]  # points of positive weight
+    kw = dict(gamma=0.3, init=C0, batch_size=10_000, tau=None, max_iter=4, tol=0.0, max_no_improvement=None)
+    a = MiniBatchKernelKMeans(4, **kw).fit(X, sample_weight=w)
+    b = MiniBatchKernelKMeans(4, **kw).fit(X[w > 0])
+    np.testing.assert_allclose(a.transform(X), b.transform(X), atol=1e-9)
+    f = KernelKMeans(4, gamma=0.3, init=C0).fit(X, sample_weight=w)
+    g = KernelKMeans(4, gamma=0.3, init=C0).fit(X[w > 0])
+    np.testing.assert_allclose(f.transform(X), g.transform(X), atol=1e-9)
+
+
+@pytest.mark.parametrize("cls", [KernelKMeans, MiniBatchKernelKMeans])
+@pytest.mark.parametrize(
+    "weights", [np.ones(5), -np.ones(600), np.full(600, np.nan), np.zeros(600), np.ones((600, 1))]
+)
+def test_bad_sample_weight_raises(blobs, cls, weights):
+    X, _ = blobs
+    with pytest.raises(ValueError, match="sample_weight"):
+        cls(3, random_state=0).fit(X, sample_weight=weights)
+
+
+def test_bad_sample_weight_in_partial_fit_leaves_state_intact(blobs):
+    X, _ = blobs
+    est = MiniBatchKernelKMeans(3, random_state=0).partial_fit(X[:100])
+    before = est.support_weights_.copy()
+    with pytest.raises(ValueError, match="sample_weight"):
+        est.partial_fit(X[100:200], sample_weight=-np.ones(100))
+    np.testing.assert_array_equal(est.support_weights_, before)
+    with pytest.raises(ValueError, match="sample_weight"):
+        kernel_kmeans_plusplus(X, 3, make_kernel("rbf", 0.3, X)[0], sample_weight=np.ones(3))
+
+
+@pytest.mark.parametrize("cls", [KernelKMeans, MiniBatchKernelKMeans])
+def test_n_init_keeps_the_best_start(blobs, cls):
+    X, _ = blobs
+    if cls is KernelKMeans:
+        # "auto": 10 random starts, the first drawn as the single start of the same random_state
+        best = KernelKMeans(4, gamma=0.3, init="random", random_state=0).fit(X)
+        one = KernelKMeans(4, gamma=0.3, init="random", n_init=1, random_state=0).fit(X)
+        assert best.inertia_ <= one.inertia_ * (1 + 1e-12)
+    else:
+        # a validation sample of every point: the kept start's objective is its mean distance over X
+        est = MiniBatchKernelKMeans(4, gamma=0.3, init_size=len(X), random_state=3).fit(X)
+        assert est.n_init_ == 3 and est.init_objectives_.shape == (3,)
+        assert est.inertia_ / len(X) == pytest.approx(est.init_objectives_.min(), rel=1e-9)
+        one = MiniBatchKernelKMeans(4, gamma=0.3, n_init=1, random_state=3).fit(X)
+        assert one.n_init_ == 1 and one.init_objectives_.size == 0
+    with pytest.warns(RuntimeWarning, match="n_init"):
+        cls(4, gamma=0.3, init=X[:4], n_init=3).fit(X)
+
+
+def test_heat_kernel_eigenpairs_match_a_dense_eigendecomposition():
+    # one connected noisy circle, large enough for the sparse shift-invert path
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    from neurips26.clustering.minibatch_kernel_kmeans.kernels import _smallest_laplacian_eigenpairs
+
+    rng = np.random.default_rng(0)
+    t = rng.uniform(0, 2 * np.pi, 300)
+    X = np.column_stack([np.cos(t), np.sin(t)]) + rng.normal(scale=0.02, size=(300, 2))
+    d2 = ((X[:, None, :] - X[None, :, :]) ** 2).sum(-1)
+    near = np.argsort(d2, axis=1)[:, 1:11]
+    W = np.zeros((300, 300))
+    rows = np.repeat(np.arange(300), 10)
+    W[rows, near.ravel()] = np.exp(-d2[rows, near.ravel()] / np.median(d2[rows, near.ravel()]))
+    W = np.maximum(W, W.T)
+    assert connected_components(csr_matrix(W), directed=False)[0] == 1
+    deg = W.sum(axis=1)
+    L = np.eye(300) - W / np.sqrt(np.outer(deg, deg))
+    lam, U = _smallest_laplacian_eigenpairs(csr_matrix(W), 4, random_state=0)
+    expected = np.linalg.eigvalsh(L)[:4]
+    np.testing.assert_allclose(lam, np.clip(expected, 0, 2), atol=1e-8)
+    np.testing.assert_allclose(L @ U, U * lam[None, :], atol=1e-7)
+    np.testing.assert_allclose(U.T @ U, np.eye(4), atol=1e-8)

@@ -278,6 +278,20 @@ def test_mrf_fit_leaves_the_global_torch_stream_alone():
     np.testing.assert_array_equal(a.transform(X[:10]), b.transform(X[:10]))
 
 
+def test_default_n_anchors_is_clamped_to_a_small_training_set():
+    # the default n_anchors = 256 on 120 points: one anchor per point, the same fit as n_anchors=None
+    rng = np.random.default_rng(2)
+    X = M.swiss_roll_embed(M.sample_rectangle(120, 10.0, rng, quasi=True))
+    small = dict(n_walks=4, n_steps=3, hidden_width=8, random_state=5)
+    with pytest.warns(UserWarning, match="n_anchors = 256 > n_samples = 120"):
+        clamped = ManifoldRandomFeatures(**small).fit(X)
+    every = ManifoldRandomFeatures(n_anchors=None, **small).fit(X)
+    assert clamped.n_anchors_ == every.n_anchors_ == 120
+    np.testing.assert_array_equal(clamped.anchors_, np.arange(120))
+    assert clamped.transform(X[:7]).shape == (7, 120)
+    np.testing.assert_array_equal(clamped.transform(X[:7]), every.transform(X[:7]))
+
+
 def test_intrinsic_dimension_of_flat_pieces():
     rng = np.random.default_rng(0)
     line = np.column_stack([rng.random(800), np.zeros(800), np.zeros(800)])
@@ -386,7 +400,7 @@ def test_mrf_features_positive_and_bounded_anywhere(small_roll, coords):
 def test_mrf_bad_input(small_roll):
     X, _, mrf = small_roll
     with pytest.raises(ValueError, match="n_anchors"):
-        ManifoldRandomFeatures(n_anchors=500).fit(X[:100])
+        ManifoldRandomFeatures(n_anchors=0).fit(X[:100])
     with pytest.raises(ValueError, match="n_neighbors"):
         ManifoldRandomFeatures(n_anchors=10, n_neighbors=100).fit(X[:100])
     with pytest.raises(ValueError, match="p_halt"):

@@ -426,6 +426,13 @@ def test_bad_teacher(data):
         SpectralForestDistiller(clf, prefit=True).fit(X, y)
     with pytest.raises(ValueError, match="fitted"):
         SpectralForestDistiller(RandomForestRegressor(), prefit=True).fit(X, y)
+
+    class NeverFit(RandomForestClassifier):  # records a fit: the type check must come first
+        def fit(self, *args, **kwargs):
+            raise AssertionError("fitted before the type check")
+
+    with pytest.raises(TypeError, match="estimator"):
+        SpectralForestDistiller(NeverFit()).fit(X, y)
     lad = GradientBoostingRegressor(n_estimators=3, loss="absolute_error").fit(X, y)
     with pytest.raises(ValueError, match="loss"):
         TreeSmoother(lad, X)
@@ -439,6 +446,46 @@ def test_bad_teacher(data):
         PrunedForest(GradientBoostingRegressor(n_estimators=2).fit(X, y)).fit(X, y)
     with pytest.raises(TypeError, match="forest"):
         forest_kernel(GradientBoostingRegressor(n_estimators=2).fit(X, y), X)
+
+
+def _stored_student_numbers(d, n_inputs: int) -> int:
+    """Numbers the distilled student keeps, counted from the fitted arrays (not from a formula)."""
+    mlp = sum(w.size for w in d.student_.coefs_) + sum(b.size for b in d.student_.intercepts_)
+    return mlp + d.coef_.size + 1 + 2 * n_inputs  # output coefficients, intercept, input scaler
+
+
+@pytest.mark.parametrize("target", ["spectral", "direct"])
+def test_default_student_meets_the_one_percent_budget(target):
+    # the digest's budget: the student stores at most 1/100 of the forest's node count
+    X, y = make_friedman1(600, noise=1.0, random_state=1)
+    d = SpectralForestDistiller(target=target, max_epochs=5, random_state=0).fit(X, y)
+    stored = _stored_student_numbers(d, X.shape[1])
+    assert stored == d.n_parameters_ <= 0.01 * d.teacher_nodes_
+    width = d.hidden_layer_sizes_[0]
+    assert d.hidden_layer_sizes_ == (width, width) and 1 <= width <= 32
+    if width < 32:  # the widest: one unit more per layer would break the budget
+        r = d.coef_.size
+        wider = (
+            (X.shape[1] + 1) * (width + 1)
+            + (width + 2) * (width + 1)
+            + (width + 2) * r
+            + r
+            + 1
+            + 2 * X.shape[1]
+        )
+        assert wider > 0.01 * d.teacher_nodes_
+
+
+def test_a_teacher_too_small_for_the_budget_warns_and_takes_the_2x32_student(data, gbm):
+    X, y, _, _ = data
+    with pytest.warns(UserWarning, match="max_size_ratio"):
+        d = SpectralForestDistiller(gbm, prefit=True, n_components=5, max_epochs=3, random_state=0).fit(X, y)
+    assert d.hidden_layer_sizes_ == (32, 32)
+    assert d.n_parameters_ > 0.01 * d.teacher_nodes_
+    roomy = SpectralForestDistiller(gbm, prefit=True, n_components=5, max_size_ratio=2.0, max_epochs=3).fit(
+        X, y
+    )
+    assert roomy.n_parameters_ <= 2.0 * roomy.teacher_nodes_
 
 
 @pytest.mark.parametrize(
@@ -462,6 +509,9 @@ def test_bad_teacher(data):
         ({"alpha": -1.0}, "alpha"),
         ({"n_init": 0}, "n_init"),
         ({"prefit": "yes", "max_epochs": 1}, "prefit"),
+        ({"hidden_layer_sizes": "big"}, "hidden_layer_sizes"),
+        ({"max_size_ratio": 0.0}, "max_size_ratio"),
+        ({"max_size_ratio": float("nan")}, "max_size_ratio"),
     ],
 )
 def test_bad_distiller_params(data, rf, params, match):

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import numbers
 import time
+import warnings
 from collections.abc import Callable
 
 import numpy as np
@@ -79,6 +80,39 @@ def _check_params(est) -> None:
         )
 
 
+def _check_n_init(n_init, init) -> int:
+    """Number of starts: ``"auto"`` is 1 for an explicit array ``init`` and ``auto_string`` otherwise."""
+    if isinstance(n_init, str):
+        if n_init != "auto":
+            raise ValueError(f"n_init must be a positive integer or 'auto', got {n_init!r}")
+        return 0  # resolved by the estimator
+    if isinstance(n_init, bool) or not isinstance(n_init, numbers.Integral) or n_init < 1:
+        raise ValueError(f"n_init must be a positive integer or 'auto', got {n_init!r}")
+    if not isinstance(init, str) and n_init > 1:
+        warnings.warn(
+            f"init is an explicit array of centres: running one start instead of n_init = {n_init}",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+        return 1
+    return int(n_init)
+
+
+def _check_sample_weight(sample_weight, n: int) -> np.ndarray:
+    """Non-negative finite weights of shape (n,) with a positive sum (ones when None)."""
+    if sample_weight is None:
+        return np.ones(n)
+    w = np.asarray(sample_weight, dtype=np.float64)
+    if w.ndim == 0:
+        w = np.full(n, float(w))
+    if w.shape != (n,) or not np.all(np.isfinite(w)) or np.any(w < 0) or not w.sum() > 0:
+        raise ValueError(
+            f"sample_weight must be a finite non-negative array of shape ({n},) with a positive sum (not all "
+            f"weights zero), got shape {w.shape}"
+        )
+    return w
+
+
 def _resolve_kernel(est, X: np.ndarray, rng: np.random.RandomState):
     return make_kernel(
         est.kernel,
@@ -91,7 +125,12 @@ def _resolve_kernel(est, X: np.ndarray, rng: np.random.RandomState):
 
 
 def _initial_centres(
-    est, X: np.ndarray, kernel_fn, diag: np.ndarray | None, rng: np.random.RandomState
+    est,
+    X: np.ndarray,
+    kernel_fn,
+    diag: np.ndarray | None,
+    rng: np.random.RandomState,
+    sample_weight: np.ndarray | None = None,
 ) -> np.ndarray:
     """Initial centres as points (k x d): given, random rows, or kernel k-means++ on a uniform sample."""
     k = est.n_clusters
@@ -109,7 +148,7 @@ def _initial_centres(
         return X[rng.choice(X.shape[0], k, replace=False)].copy()
     if diag is None:
         diag = kernel_diagonal(kernel_fn, X, est.kernel)
-    return X[kernel_kmeans_plusplus(X, k, kernel_fn, diag, rng)].copy()
+    return X[kernel_kmeans_plusplus(X, k, kernel_fn, diag, rng, sample_weight=sample_weight)].copy()
 
 
 def kernel_kmeans_plusplus(
@@ -119,12 +158,15 @@ def kernel_kmeans_plusplus(
     diag: np.ndarray | None = None,
     rng=None,
     n_local_trials: int | None = None,
+    sample_weight=None,
 ) -> np.ndarray:
     """Greedy k-means++ (D^2 sampling) with feature-space distances; returns the chosen row indices.
 
     d(x, c)^2 = K(x, x) - 2 K(x, c) + K(c, c). Like scikit-learn, each step draws ``2 + log k`` candidates
     and keeps the one that lowers the potential most. ``diag`` is ``K(x, x)`` per row (computed when None);
-    ``rng`` a seed or ``RandomState``. Needs at least ``n_clusters`` distinct rows.
+    ``rng`` a seed or ``RandomState``; ``sample_weight`` (n,) non-negative: as in scikit-learn, the first
+    centre is drawn with probability proportional to the weight and the potential is ``sum_x w_x d(x)^2``.
+    Needs at least ``n_clusters`` distinct rows of positive weight.
     """
     X = np.asarray(X, dtype=float)
     if X.ndim != 2 or X.shape[0] < 1:
@@ -152,21 +194,25 @@ def kernel_kmeans_plusplus(
             f"diag must be a finite array of shape ({n},) with K(x, x) per row, got {diag.shape}"
         )
     rng = check_random_state(rng)
+    weighted = sample_weight is not None
+    w = _check_sample_weight(sample_weight, n)
     n_local_trials = n_local_trials or 2 + int(np.log(n_clusters))
     centres = np.empty(n_clusters, dtype=int)
-    centres[0] = rng.randint(n)
+    # unweighted: the same draws as before weights existed (a uniform integer)
+    centres[0] = rng.choice(n, p=w / w.sum()) if weighted else rng.randint(n)
     closest = np.maximum(diag - 2 * kernel_fn(X, X[centres[:1]])[:, 0] + diag[centres[0]], 0.0)
     for c in range(1, n_clusters):
-        pot = closest.sum()
+        pot = (w * closest).sum()
         if pot <= 0:
             raise ValueError(
-                f"X has fewer than n_clusters={n_clusters} distinct points in the kernel's feature space"
+                f"X has fewer than n_clusters={n_clusters} distinct points of positive weight in the kernel's "
+                "feature space"
             )
-        cand = np.searchsorted(np.cumsum(closest), rng.uniform(size=n_local_trials) * pot)
+        cand = np.searchsorted(np.cumsum(w * closest), rng.uniform(size=n_local_trials) * pot)
         cand = np.clip(cand, 0, n - 1)
         d_cand = np.maximum(diag[:, None] - 2 * kernel_fn(X, X[cand]) + diag[cand][None, :], 0.0)
         new_closest = np.minimum(closest[:, None], d_cand)
-        best = int(np.argmin(new_closest.sum(axis=0)))
+        best = int(np.argmin((w[:, None] * new_closest).sum(axis=0)))
         centres[c] = cand[best]
         closest = new_closest[:, best]
     return centres
@@ -232,11 +278,18 @@ class KernelKMeans(_ImplicitCentresMixin, ClusterMixin, TransformerMixin, BaseEs
     kernel_params : options of the heat kernel (``n_neighbors``, ``n_components``, ``t``).
     max_iter : maximum number of centre updates.
     init : ``"k-means++"`` (kernel k-means++ on all points), ``"random"`` or an array (k, d) of centre points.
+    n_init : number of starts, as scikit-learn's ``KMeans``: the run with the lowest inertia is kept. ``"auto"``
+        is 1 for ``"k-means++"`` or an array and 10 for ``"random"`` (scikit-learn's rule); an explicit array is
+        one start (``n_init > 1`` then warns).
     random_state : seed or ``RandomState``.
+
+    ``fit(X, sample_weight=...)`` weights the points as scikit-learn's ``KMeans`` does: each centre is the
+    weighted mean of its points, the inertia is ``sum_i w_i ||phi(x_i) - C(x_i)||^2`` and k-means++ draws by
+    weight; an integer weight counts a point that many times.
 
     Attributes
     ----------
-    labels_, inertia_ (sum of squared feature-space distances), n_iter_, gamma_ (bandwidth used),
+    labels_, inertia_ (weighted sum of squared feature-space distances), n_iter_, gamma_ (bandwidth used),
     support_vectors_ (a copy of X), support_weights_, support_owner_, center_norms_ (the implicit centres).
     """
 
@@ -249,6 +302,7 @@ class KernelKMeans(_ImplicitCentresMixin, ClusterMixin, TransformerMixin, BaseEs
         kernel_params: dict | None = None,
         max_iter: int = 100,
         init="k-means++",
+        n_init="auto",
         random_state=None,
     ):
         self.n_clusters = n_clusters
@@ -257,19 +311,38 @@ class KernelKMeans(_ImplicitCentresMixin, ClusterMixin, TransformerMixin, BaseEs
         self.kernel_params = kernel_params
         self.max_iter = max_iter
         self.init = init
+        self.n_init = n_init
         self.random_state = random_state
 
-    def fit(self, X, y=None):
+    def fit(self, X, y=None, sample_weight=None):
         X = validate_data(self, X, dtype=np.float64, ensure_min_samples=2)
         _check_params(self)
         n, k = X.shape[0], self.n_clusters
         if k > n:
             raise ValueError(f"n_clusters={k} must be <= n_samples={n}")
+        weighted = sample_weight is not None
+        sw = _check_sample_weight(sample_weight, n)
+        n_init = _check_n_init(self.n_init, self.init) or (
+            10 if isinstance(self.init, str) and self.init == "random" else 1
+        )
         rng = check_random_state(self.random_state)
         self._kernel_fn, self.gamma_ = _resolve_kernel(self, X, rng)
         G = self._kernel_fn(X, X)  # the n x n Gram matrix: what the mini-batch method avoids
         diag = np.diag(G).copy()
-        C0 = _initial_centres(self, X, self._kernel_fn, diag, rng)
+        best = None
+        for _ in range(n_init):
+            C0 = _initial_centres(self, X, self._kernel_fn, diag, rng, sw if weighted else None)
+            run = self._lloyd(G, diag, X, C0, sw)
+            if best is None or run["inertia_"] < best["inertia_"]:
+                best = run
+        for name, value in best.items():
+            setattr(self, name, value)
+        self.support_vectors_ = X.copy()
+        return self
+
+    def _lloyd(self, G, diag, X, C0, sw) -> dict:
+        """Weighted Lloyd iterations on the Gram matrix from the centre points C0; returns the fitted state."""
+        n, k = G.shape[0], self.n_clusters
         D = (
             diag[:, None]
             - 2 * self._kernel_fn(X, C0)
@@ -277,36 +350,39 @@ class KernelKMeans(_ImplicitCentresMixin, ClusterMixin, TransformerMixin, BaseEs
         )
         labels = np.argmin(D, axis=1)
         for it in range(1, self.max_iter + 1):
-            labels = self._fill_empty(labels, D, k)
+            labels = self._fill_empty(labels, D, k, sw)
             centre_labels = labels
             H = np.zeros((n, k))
-            counts = np.bincount(labels, minlength=k)
-            H[np.arange(n), labels] = 1.0 / counts[labels]
+            mass = np.bincount(labels, weights=sw, minlength=k)
+            H[np.arange(n), labels] = sw / mass[labels]  # C_j = sum_i H_ij phi(x_i), the weighted mean
             GH = G @ H
             norms = np.einsum("ij,ij->j", H, GH)
             D = diag[:, None] - 2 * GH + norms[None, :]
             new_labels = np.argmin(D, axis=1)
-            self.n_iter_ = it
+            n_iter = it
             if np.array_equal(new_labels, labels):
                 break
             labels = new_labels
-        # centres are the cluster means of the last update; store them implicitly over the training points
-        self.support_vectors_ = X.copy()
-        self.support_owner_ = centre_labels.copy()
-        self.support_weights_ = 1.0 / counts[centre_labels]
-        self.center_norms_ = norms
-        self.labels_ = np.argmin(D, axis=1)
-        self.inertia_ = float(D[np.arange(n), self.labels_].clip(min=0).sum())
-        return self
+        final = np.argmin(D, axis=1)
+        # centres are the cluster means of the last update; stored implicitly over the training points
+        return {
+            "n_iter_": n_iter,
+            "support_owner_": centre_labels.copy(),
+            "support_weights_": H[np.arange(n), centre_labels],
+            "center_norms_": norms,
+            "labels_": final,
+            "inertia_": float((sw * D[np.arange(n), final].clip(min=0)).sum()),
+        }
 
     @staticmethod
-    def _fill_empty(labels: np.ndarray, D: np.ndarray, k: int) -> np.ndarray:
-        """Give every empty cluster the point farthest from its current centre (scikit-learn's rule)."""
-        counts = np.bincount(labels, minlength=k)
+    def _fill_empty(labels: np.ndarray, D: np.ndarray, k: int, sw: np.ndarray) -> np.ndarray:
+        """Give every cluster of zero weight the positive-weight point farthest from its current centre
+        (scikit-learn's rule), never emptying another cluster."""
+        counts = np.bincount(labels[sw > 0], minlength=k)
         if counts.min() > 0:
             return labels
         labels = labels.copy()
-        far = np.argsort(-D[np.arange(len(labels)), labels])
+        far = np.argsort(-np.where(sw > 0, D[np.arange(len(labels)), labels], -np.inf), kind="stable")
         taken = 0
         for j in np.flatnonzero(counts == 0):
             while counts[labels[far[taken]]] <= 1:
@@ -354,6 +430,12 @@ class MiniBatchKernelKMeans(_ImplicitCentresMixin, ClusterMixin, TransformerMixi
         improved for this many batches (scale-free; ``None`` disables it).
     max_iter : maximum number of iterations (batches).
     init : ``"k-means++"``, ``"random"`` or an array (k, d) of centre points.
+    n_init : number of starts (``"auto"``: 3 for a string ``init``, 1 for an array; an explicit array is one
+        start and ``n_init > 1`` then warns). Each start seeds and runs the whole mini-batch fit; the one with
+        the lowest objective on one validation sample of ``init_size`` points (drawn once, shared by the starts,
+        weighted by ``sample_weight``) is kept and labels all n points, so the selection, like the fit, costs
+        nothing that grows with n (scikit-learn's ``MiniBatchKMeans`` picks the best *seeding* on such a sample
+        and runs once; a whole run per start costs ``n_init`` times the iterations and recovers more).
     init_size : k-means++ runs on a uniform sample of this many points (default ``3 * batch_size``), so that
         seeding costs do not grow with n.
     reassign_after : a centre that receives no point for this many consecutive batches is re-seeded at the
@@ -361,13 +443,20 @@ class MiniBatchKernelKMeans(_ImplicitCentresMixin, ClusterMixin, TransformerMixi
     recompute_every : recompute the centre norms N_j exactly every this many iterations (float drift guard).
     random_state : seed or ``RandomState``.
 
+    ``fit(X, sample_weight=...)`` and ``partial_fit(X, sample_weight=...)`` weight the points as
+    scikit-learn's ``MiniBatchKMeans``: batches are drawn uniformly, and in each batch a centre moves towards
+    the *weighted* mean of its points, with b_j and b in the rates replaced by weight sums (so the
+    ``"sklearn"`` rate is W_j / total weight ever assigned to j); k-means++ draws by weight, and the batch
+    objectives and ``inertia_`` are weighted (``sum_i w_i ||phi(x_i) - C(x_i)||^2``).
+
     Attributes
     ----------
     labels_ (one chunked pass over all n points after fitting), inertia_, n_iter_, gamma_,
     support_vectors_, support_weights_, support_owner_, center_norms_, batch_objective_ (f_B(C_i) before each
     step), batch_improvement_ (f_B(C_i) - f_B(C_{i+1}) before truncation, the early-stopping statistic),
     stop_reason_ (``"tol"``, ``"max_no_improvement"`` or ``"max_iter"``), n_reassigned_ (centres re-seeded),
-    iteration_seconds_ (wall time of each iteration, excluding seeding and the final labelling).
+    iteration_seconds_ (wall time of each iteration, excluding seeding and the final labelling), n_init_ and
+    init_objectives_ (the validation objective of every start; empty when one start ran).
     """
 
     def __init__(
@@ -385,6 +474,7 @@ class MiniBatchKernelKMeans(_ImplicitCentresMixin, ClusterMixin, TransformerMixi
         max_no_improvement: int | None = 10,
         max_iter: int = 100,
         init="k-means++",
+        n_init="auto",
         init_size: int | None = None,
         reassign_after: int | None = 10,
         recompute_every: int = 10,
@@ -402,6 +492,7 @@ class MiniBatchKernelKMeans(_ImplicitCentresMixin, ClusterMixin, TransformerMixi
         self.max_no_improvement = max_no_improvement
         self.max_iter = max_iter
         self.init = init
+        self.n_init = n_init
         self.init_size = init_size
         self.reassign_after = reassign_after
         self.recompute_every = recompute_every
@@ -437,9 +528,11 @@ class MiniBatchKernelKMeans(_ImplicitCentresMixin, ClusterMixin, TransformerMixi
             )
         if isinstance(self.tol, bool) or not (isinstance(self.tol, numbers.Real) and self.tol >= 0):
             raise ValueError(f"tol must be a non-negative float, got {self.tol!r}")
+        _check_n_init(self.n_init, "k-means++")  # the array case is resolved (with its warning) in fit
 
-    def _rates(self, counts: np.ndarray, seen: np.ndarray, b: int) -> np.ndarray:
-        """Learning rate a_j per centre for this batch (0 where the centre got no points)."""
+    def _rates(self, counts: np.ndarray, seen: np.ndarray, b: float) -> np.ndarray:
+        """Learning rate a_j per centre for this batch (0 where the centre got no weight); ``counts`` and ``b``
+        are the weight assigned to each centre and the batch's total weight."""
         lr = self.learning_rate
         if lr == "sqrt":
             a = np.sqrt(counts / b)
@@ -449,40 +542,80 @@ class MiniBatchKernelKMeans(_ImplicitCentresMixin, ClusterMixin, TransformerMixi
             a = np.full(counts.shape, float(lr))
         return np.where(counts > 0, a, 0.0)
 
-    def fit(self, X, y=None):
+    def fit(self, X, y=None, sample_weight=None):
         """Run mini-batch iterations on batches sampled from X, then label all of X in one chunked pass."""
         X = validate_data(self, X, dtype=np.float64, ensure_min_samples=2)
         self._check_minibatch_params()
         n, k = X.shape[0], self.n_clusters
         if k > n:
             raise ValueError(f"n_clusters={k} must be <= n_samples={n}")
+        weighted = sample_weight is not None
+        sw = _check_sample_weight(sample_weight, n)
+        n_init = _check_n_init(self.n_init, self.init) or (3 if isinstance(self.init, str) else 1)
         rng = check_random_state(self.random_state)
         b = min(self.batch_size, n)
-        self._start(X, rng, sample_size=self.init_size or 3 * b)
-        batch_objective, improvement, iter_seconds = [], [], []
+        sample_size = self.init_size or 3 * b
+        self._kernel_fn, self.gamma_ = _resolve_kernel(self, X, rng)  # once: the starts share the kernel
         alpha = min(1.0, 2.0 * b / (n + 1))  # scikit-learn's smoothing of the batch objective
-        self.stop_reason_ = "max_iter"
-        # the steps multiply small matrices, where BLAS threads cost more than they give (as in scikit-learn's
-        # KMeans); the final labelling pass below uses them
-        with threadpool_limits(limits=1, user_api="blas"):
-            self._iterate(X, rng, b, n, alpha, batch_objective, improvement, iter_seconds)
-        self._finish()
+        valid = rng.choice(n, min(sample_size, n), replace=False) if n_init > 1 else None
+        best, objectives = None, []
+        for _ in range(n_init):
+            self._start(X, rng, sample_size, sw if weighted else None)
+            batch_objective, improvement, iter_seconds = [], [], []
+            self.stop_reason_ = "max_iter"
+            # the steps multiply small matrices, where BLAS threads cost more than they give (as in
+            # scikit-learn's KMeans); the final labelling pass below uses them
+            with threadpool_limits(limits=1, user_api="blas"):
+                self._iterate(X, rng, b, n, alpha, batch_objective, improvement, iter_seconds, sw)
+            self._finish()
+            self.batch_objective_ = np.asarray(batch_objective)
+            self.batch_improvement_ = np.asarray(improvement)
+            self.iteration_seconds_ = np.asarray(iter_seconds)
+            if n_init == 1:
+                break
+            d_valid = self._centre_distances(X[valid]).min(axis=1)
+            objective = float(np.average(d_valid, weights=sw[valid])) if sw[valid].sum() > 0 else 0.0
+            objectives.append(objective)
+            if best is None or objective < best[0]:
+                best = (objective, self._snapshot())
+        if best is not None:
+            for name, value in best[1].items():
+                setattr(self, name, value)
+        self.n_init_, self.init_objectives_ = n_init, np.asarray(objectives)
         self._next_id = n  # a later partial_fit continues from here with fresh point identities
-        self.batch_objective_ = np.asarray(batch_objective)
-        self.batch_improvement_ = np.asarray(improvement)
-        self.iteration_seconds_ = np.asarray(iter_seconds)
         D_all = self._centre_distances(X)  # the final labelling pass over all n points
         self.labels_ = np.argmin(D_all, axis=1)
-        self.inertia_ = float(D_all[np.arange(n), self.labels_].sum())
+        self.inertia_ = float((sw * D_all[np.arange(n), self.labels_]).sum())
         return self
 
-    def _iterate(self, X, rng, b, n, alpha, batch_objective, improvement, iter_seconds) -> None:
+    _RUN_STATE = (
+        "_state",
+        "support_vectors_",
+        "support_owner_",
+        "support_weights_",
+        "center_norms_",
+        "n_iter_",
+        "stop_reason_",
+        "n_reassigned_",
+        "batch_objective_",
+        "batch_improvement_",
+        "iteration_seconds_",
+    )
+
+    def _snapshot(self) -> dict:
+        """The state of one start (a later start replaces every entry)."""
+        return {name: getattr(self, name) for name in self._RUN_STATE}
+
+    def _iterate(self, X, rng, b, n, alpha, batch_objective, improvement, iter_seconds, sw) -> None:
         """The fit loop: batches until a stopping rule fires (sets ``n_iter_`` and ``stop_reason_``)."""
         ewa, best, stale = None, np.inf, 0
         for it in range(1, self.max_iter + 1):
             t0 = time.perf_counter()
             B = np.arange(n) if self.batch_size >= n else rng.randint(n, size=b)
-            f_old, f_new, _ = self._step(X[B], B)  # point identities = row indices: repeats merge
+            if not sw[B].sum() > 0:  # a batch of zero-weight points moves nothing
+                self.n_iter_ = it
+                continue
+            f_old, f_new, _ = self._step(X[B], B, sw[B])  # point identities = row indices: repeats merge
             batch_objective.append(f_old)
             improvement.append(f_old - f_new)
             iter_seconds.append(time.perf_counter() - t0)
@@ -500,16 +633,18 @@ class MiniBatchKernelKMeans(_ImplicitCentresMixin, ClusterMixin, TransformerMixi
                         self.stop_reason_ = "max_no_improvement"
                         return
 
-    def partial_fit(self, X, y=None):
+    def partial_fit(self, X, y=None, sample_weight=None):
         """One mini-batch iteration on the batch X (for streams, or data that never sits in one process).
 
         The first call fixes the kernel (median-heuristic bandwidth on that batch when ``gamma=None``; the heat
         kernel's graph is built on it) and seeds the centres by kernel k-means++ on it, so it needs at least
         ``n_clusters`` rows. ``labels_`` and ``inertia_`` then refer to the last batch, against the centres
-        before its update. ``tol``, ``max_no_improvement`` and ``max_iter`` do not apply.
+        before its update. ``tol``, ``max_no_improvement``, ``max_iter`` and ``n_init`` do not apply.
         """
         first = not hasattr(self, "_state")
         X = validate_data(self, X, dtype=np.float64, reset=first, ensure_min_samples=1)
+        weighted = sample_weight is not None
+        sw = _check_sample_weight(sample_weight, X.shape[0])
         if first:
             self._check_minibatch_params()
             if self.n_clusters > X.shape[0]:
@@ -517,31 +652,36 @@ class MiniBatchKernelKMeans(_ImplicitCentresMixin, ClusterMixin, TransformerMixi
                     f"n_clusters={self.n_clusters} must be <= the first batch's {X.shape[0]} rows"
                 )
             self._partial_rng = check_random_state(self.random_state)
-            self._start(X, self._partial_rng, sample_size=X.shape[0])
+            self._kernel_fn, self.gamma_ = _resolve_kernel(self, X, self._partial_rng)
+            self._start(X, self._partial_rng, X.shape[0], sw if weighted else None)
             self.n_iter_ = 0
             self._next_id = 0
             self.n_reassigned_ = 0
         # fresh identities: points of different calls are never merged (they may differ even if equal)
         ids = self._next_id + np.arange(X.shape[0])
-        f_old, _, D = self._step(X, ids)
+        f_old, _, D = self._step(X, ids, sw)
         self._next_id += X.shape[0]
         self.n_iter_ += 1
         self._finish(exact_norms=False)
         self.labels_ = np.argmin(D, axis=1)
-        self.inertia_ = float(np.maximum(D[np.arange(len(X)), self.labels_], 0).sum())
+        self.inertia_ = float((sw * np.maximum(D[np.arange(len(X)), self.labels_], 0)).sum())
         return self
 
     # --- the algorithm state: centres as weighted support points ----------------------------------------
-    def _start(self, X: np.ndarray, rng: np.random.RandomState, sample_size: int) -> None:
-        """Resolve the kernel and seed the centres on a uniform sample (cost independent of n)."""
+    def _start(
+        self, X: np.ndarray, rng: np.random.RandomState, sample_size: int, sw: np.ndarray | None = None
+    ) -> None:
+        """Seed the centres on a uniform sample (cost independent of n); the kernel is already resolved.
+        ``sw``: weights of the rows of X (None: unweighted)."""
         k = self.n_clusters
-        self._kernel_fn, self.gamma_ = _resolve_kernel(self, X, rng)
         kfn = self._kernel_fn
         if isinstance(self.init, str):
             sample = rng.choice(len(X), min(sample_size, len(X)), replace=False)
             Xs = X[sample]
             if self.init == "k-means++":
-                C0 = Xs[kernel_kmeans_plusplus(Xs, k, kfn, kernel_diagonal(kfn, Xs, self.kernel), rng)]
+                diag = kernel_diagonal(kfn, Xs, self.kernel)
+                ws = None if sw is None else sw[sample]
+                C0 = Xs[kernel_kmeans_plusplus(Xs, k, kfn, diag, rng, sample_weight=ws)]
             else:
                 C0 = Xs[rng.choice(len(Xs), k, replace=False)]
         else:
@@ -561,8 +701,9 @@ class MiniBatchKernelKMeans(_ImplicitCentresMixin, ClusterMixin, TransformerMixi
         }
         self.n_reassigned_ = 0
 
-    def _step(self, XB: np.ndarray, ids_B: np.ndarray) -> tuple[float, float, np.ndarray]:
-        """One iteration on batch XB: assignment (1), centre and norm update (2), truncation, merge.
+    def _step(self, XB: np.ndarray, ids_B: np.ndarray, wB: np.ndarray) -> tuple[float, float, np.ndarray]:
+        """One iteration on batch XB with weights wB: assignment (1), centre and norm update (2), truncation,
+        merge.
 
         Returns f_B(C_i), f_B(C_{i+1}) before truncation and the batch's squared distances to the old centres.
         Works on local copies and commits the new state at the end, so a failure leaves the model unchanged.
@@ -579,19 +720,22 @@ class MiniBatchKernelKMeans(_ImplicitCentresMixin, ClusterMixin, TransformerMixi
         D = diagB[:, None] - 2 * cross + N[None, :]
         labels = np.argmin(D, axis=1)
         d_own = np.maximum(D[np.arange(b), labels], 0)
-        f_old = float(d_own.mean())
-        counts = np.bincount(labels, minlength=k).astype(float)
-        a = self._rates(counts, st["seen"], b)
+        w_total = float(wB.sum())
+        if not w_total > 0:
+            raise ValueError("sample_weight of the batch must have a positive sum")
+        f_old = float((wB * d_own).sum() / w_total)
+        counts = np.bincount(labels, weights=wB, minlength=k)  # weight assigned to each centre
+        a = self._rates(counts, st["seen"], w_total)
         seen = st["seen"] + counts
-        # (2) before truncation, for the stopping statistic: C' = (1 - a) C + a cm(B_j);
-        # A[x, j] = a_j / b_j for the batch points x assigned to j
+        # (2) before truncation, for the stopping statistic: C' = (1 - a) C + a cm(B_j) with the weighted batch
+        # mean cm(B_j); A[x, j] = a_j w_x / W_j for the batch points x assigned to j
         A = np.zeros((b, k))
-        A[np.arange(b), labels] = a[labels] / counts[labels]
+        A[np.arange(b), labels] = a[labels] * wB / np.where(counts > 0, counts, 1.0)[labels]
         KBB_A = kfn(XB, XB) @ A
         AKA = np.einsum("ij,ij->j", A, KBB_A)
         N_pre = (1 - a) ** 2 * N + 2 * (1 - a) * np.einsum("ij,ij->j", A, cross) + AKA
         D_pre = diagB[:, None] - 2 * ((1 - a)[None, :] * cross + KBB_A) + N_pre[None, :]
-        f_new = float(np.maximum(D_pre.min(axis=1), 0).mean())
+        f_new = float((wB * np.maximum(D_pre.min(axis=1), 0)).sum() / w_total)
         # truncation of the old centre C_j = kept + dropped (it commutes with the (1 - a) scaling): drop what was
         # added more than tau batches ago, keeping the cross terms and N_j exact
         if self.tau is not None:

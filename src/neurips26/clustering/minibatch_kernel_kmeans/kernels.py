@@ -9,9 +9,17 @@ take the heat kernel of its normalised Laplacian ``L = I - D^-1/2 W D^-1/2``, ``
 kernel). Any point ``x``, new or not, is mapped by averaging the features of its ``n_neighbors`` nearest
 training points with the same heat weights, ``psi(x) = normalise(sum_j w(x, x_j) phi_j)``, and
 ``k(a, b) = <psi(a), psi(b)>``: a positive semi-definite kernel on the whole space that follows the data's
-graph (rings and moons), not straight-line distance. Building it costs a kNN graph and a sparse eigensolve
-over the training set (O(n log n) work, unlike the RBF kernel's O(1)); the mini-batch iterations stay
-independent of n.
+graph (rings and moons), not straight-line distance.
+
+Cost. Building it is a one-off precomputation over the whole training set, outside the mini-batch cost model:
+a kNN search (``O(n log n)`` for low-dimensional data) and, per connected component, a shift-invert Lanczos
+solve for the ``n_components`` smallest eigenpairs, whose cost is the sparse LU of ``L + 10^-3 I`` (close to
+linear in n on kNN graphs of low-dimensional data, more fill-in in high dimension) plus a few solves with it.
+Measured on one core, two noisy 2-D spirals: about 0.1 s at n = 5000 and 1 s at n = 20000 (the mini-batch
+iterations then stay independent of n). A Krylov ``scipy.sparse.linalg.expm_multiply`` would give the
+*untruncated* heat kernel ``exp(-tL)`` instead: its columns for every batch point, a Krylov solve over the
+whole graph per batch, would make each iteration cost grow with n; the truncated kernel needs the eigenpairs
+once.
 """
 
 from __future__ import annotations
@@ -146,8 +154,13 @@ def _smallest_laplacian_eigenpairs(W, m: int, random_state) -> tuple[np.ndarray,
     """The ``m`` smallest eigenpairs of the normalised Laplacian of the graph ``W``, component by component.
 
     Every connected component contributes an eigenvalue 0; ARPACK misses repeated eigenvalues, so each
-    component is solved on its own (shift-invert around 0, as scikit-learn's spectral embedding) and the m
-    smallest eigenvalues over all components are kept (eigenvectors zero outside their component).
+    component is solved on its own and the m smallest eigenvalues over all components are kept (eigenvectors
+    zero outside their component). Shift-invert just below the spectrum (sigma = -1e-3; L is positive
+    semi-definite, so L - sigma I is positive definite and its sparse LU is cheap on a kNN graph) maps the
+    smallest eigenvalues, which crowd near 0 on a long thin manifold, to well separated large ones. The shift
+    scikit-learn's spectral embedding uses (sigma = 1 on -L) maps every eigenvalue into [-1, -1/3], where
+    ARPACK converges slowly: measured on two noisy 2-D spirals, 1.8 s against 0.02 s per component at
+    n = 5000 and minutes against 0.7 s at n = 20000, for the same eigenvalues.
     """
     from scipy.sparse import diags, identity
     from scipy.sparse.csgraph import connected_components
@@ -168,8 +181,7 @@ def _smallest_laplacian_eigenpairs(W, m: int, random_state) -> tuple[np.ndarray,
             lam, U = np.linalg.eigh(Lc.toarray())
             lam, U = lam[:want], U[:, :want]
         else:
-            theta, U = eigsh(-Lc, k=want, sigma=1.0, which="LM", v0=rng.uniform(-1, 1, len(nodes)))
-            lam = -theta
+            lam, U = eigsh(Lc, k=want, sigma=-1e-3, which="LM", v0=rng.uniform(-1, 1, len(nodes)))
         for j in range(len(lam)):
             full = np.zeros(n)
             full[nodes] = U[:, j]

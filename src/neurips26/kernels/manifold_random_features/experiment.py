@@ -12,8 +12,8 @@ training nodes only (the digest's single time rescaling), using the exact graph 
   exact graph kernel extended to held-out points by the Nystrom method (its top-r eigenvectors extended as
   eigenfunctions, ``psi_j(x) = a(x, .) v_j / mu_j``) and by plain kNN interpolation;
 - Gaussian rediscovery: GRFs of the diffusion kernel on a periodic 2-D lattice of spacing h, compared with the
-  Gaussian heat kernel at a fixed set of points, as h halves (walks per node grow as h^-2; a fixed-m row and the
-  exact lattice kernel separate the Monte-Carlo error from the discretisation error).
+  Gaussian heat kernel at a fixed set of points, as h halves at equal walks per node (the gate); a row whose
+  walks grow as h^-2 and the exact lattice kernel separate the Monte-Carlo error from the discretisation error.
 
 The gated GRF and MRF stages use the digest's pinned uniform-neighbour walks (the GRF papers' estimator); the
 library's default importance-weighted walks are run beside them and reported. ``heat_time`` (the library's
@@ -427,18 +427,23 @@ def run(run: Run) -> None:
     run.table(
         lat,
         name="lattice",
-        caption="Gaussian rediscovery on a periodic 2-D lattice: walks per node grow 4x per halving of h "
-        "(grf_error); fixed_m_error keeps the coarsest lattice's walks; lattice_exact_error has no Monte Carlo.",
+        caption="Gaussian rediscovery on a periodic 2-D lattice: fixed_m_error keeps the coarsest lattice's "
+        "walks per node at every spacing (the gate); grf_error grows the walks 4x per halving of h; "
+        "lattice_exact_error has no Monte Carlo.",
     )
-    reductions = [1 - b["grf_error"] / a["grf_error"] for a, b in zip(lat, lat[1:])]
-    run.metric(
-        "lattice_reduction_fixed_m",
-        [1 - b["fixed_m_error"] / a["fixed_m_error"] for a, b in zip(lat, lat[1:])],
-    )
-    run.metric(
-        "lattice_reduction_exact_kernel",
-        [1 - b["lattice_exact_error"] / a["lattice_exact_error"] for a, b in zip(lat, lat[1:])],
-    )
+    # the gate compares spacings at equal walks per node: with 4x the walks per halving, the Monte-Carlo error
+    # halves whatever the spacing does, so that reduction is recorded beside it, not gated
+    reductions_fixed_m = [1 - b["fixed_m_error"] / a["fixed_m_error"] for a, b in zip(lat, lat[1:])]
+    reductions_more_walks = [1 - b["grf_error"] / a["grf_error"] for a, b in zip(lat, lat[1:])]
+    reductions_exact = [1 - b["lattice_exact_error"] / a["lattice_exact_error"] for a, b in zip(lat, lat[1:])]
+    run.metric("lattice_reduction_fixed_m", reductions_fixed_m)
+    run.metric("lattice_reduction_4x_walks", reductions_more_walks)
+    run.metric("lattice_reduction_exact_kernel", reductions_exact)
+    run.metric("lattice_reduction_4x_walks_min", min(reductions_more_walks))
+    run.metric("lattice_reduction_exact_kernel_min", min(reductions_exact))
+    run.metric("lattice_fixed_m_error_coarsest", lat[0]["fixed_m_error"])
+    run.metric("lattice_fixed_m_error_finest", lat[-1]["fixed_m_error"])
+    run.metric("lattice_exact_error_finest", lat[-1]["lattice_exact_error"])
 
     # --- checks (digest thresholds) --------------------------------------------------------------------
     for name in names:
@@ -467,7 +472,7 @@ def run(run: Run) -> None:
         )
         run.check("mrf_over_nystrom_sphere", ratio)
     run.check("mrf_min_estimate", min(res["mrf_min"] for name in names for res in results[name]))
-    run.check("gaussian_rediscovery_reduction", min(reductions))
+    run.check("gaussian_rediscovery_reduction", min(reductions_fixed_m))
 
     # --- figure -------------------------------------------------------------------------------------------
     fig, axes = plt.subplots(1, 3, figsize=(14, 4))

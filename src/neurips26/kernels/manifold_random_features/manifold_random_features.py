@@ -37,6 +37,7 @@ amplitude, and checks the ``heat_time`` rescaling against a calibration of ``sig
 from __future__ import annotations
 
 import math
+import warnings
 from numbers import Integral, Real
 
 import numpy as np
@@ -156,7 +157,8 @@ class ManifoldRandomFeatures(TransformerMixin, BaseEstimator):
     n_walks, p_halt, neighbor_sampling : GRF walks per node, halting probability and neighbour choice
         (``"weighted"``, the default: proportional to ``A[u, v]``, a lower-variance unbiased variant;
         ``"uniform"``: each neighbour alike, as in the GRF papers).
-    n_anchors : feature dimension ``r`` (<= number of training points); ``None`` uses every node.
+    n_anchors : feature dimension ``r``; ``None`` uses every node, and a value above the number of training
+        points is clamped to it with a warning (as scikit-learn's ``Nystroem``).
     degree_normalization : divide ``phi(i)`` by ``sqrt(D_i / mean D)`` (see module docstring).
     hidden_width, n_hidden : MLP width (>= 1) and number of hidden layers (>= 1).
     n_steps, learning_rate : full-batch Adam steps and step size for the field.
@@ -166,7 +168,7 @@ class ManifoldRandomFeatures(TransformerMixin, BaseEstimator):
     Attributes
     ----------
     grf_ : the fitted :class:`GraphRandomFeatures`.
-    anchors_ : indices of the anchor nodes; ``cells_``: each node's anchor cell.
+    anchors_ : indices of the anchor nodes; ``cells_``: each node's anchor cell; ``n_anchors_``: their number.
     node_features_ : ``(N, r)`` pooled GRF coordinates ``psi`` (the field's training targets).
     bound_ : upper bound of every feature returned by :meth:`transform`.
     bandwidth_ : the graph bandwidth used. sigma2_ : the graph diffusion time used.
@@ -230,7 +232,7 @@ class ManifoldRandomFeatures(TransformerMixin, BaseEstimator):
         _int("n_hidden", 1)
         _int("n_steps", 1)
         if self.n_anchors is not None:
-            _int("n_anchors", 1, n)
+            _int("n_anchors", 1)
         _pos("sigma2")
         if self.heat_time is not None:
             _pos("heat_time")
@@ -281,6 +283,14 @@ class ManifoldRandomFeatures(TransformerMixin, BaseEstimator):
             np.sqrt(self.grf_.degree_ / self.grf_.degree_.mean()) if self.degree_normalization else np.ones(n)
         )
         r = n if self.n_anchors is None else int(self.n_anchors)
+        if r > n:  # as scikit-learn's Nystroem: a feature per training point at most
+            warnings.warn(
+                f"n_anchors = {r} > n_samples = {n}: using n_anchors = {n} (every training point is an anchor)",
+                UserWarning,
+                stacklevel=2,
+            )
+            r = n
+        self.n_anchors_ = r
         if r == n:
             self.anchors_ = np.arange(n)
             self.cells_ = np.arange(n)

@@ -24,6 +24,7 @@ T-step can leave the product coupling; blocks of the step-function graphon are o
 from __future__ import annotations
 
 import numbers
+import warnings
 from typing import Any
 
 import numpy as np
@@ -207,6 +208,13 @@ class SRGWGraphonEstimator(BaseEstimator):
     tol : stop when the Frobenius change of C is at most ``tol`` (>= 0).
     max_iter_fw : maximum Frank-Wolfe steps per T-step, >= 1.
     tol_fw : Frank-Wolfe stops on a relative loss decrease at most ``tol_fw`` (>= 0).
+    n_init : int >= 1 or ``"auto"`` (default): number of starts, as in scikit-learn's ``KMeans``; the fit with
+        the lowest srGW loss at the rounded solution (``loss_``) is kept. The first start uses ``init``; when
+        ``init`` is a string other than ``"spectral"``, the second is the spectral start (it recovers unequal
+        blocks where a single k-means start on the rows of ``A`` stops in a worse local optimum); the others use
+        ``init`` again with fresh random draws. ``"auto"``: 3 for a string ``init``, 1 for an array ``init`` (an
+        explicit array is one start: ``n_init > 1`` then warns and runs it once). ``n_init=1`` with
+        ``init="kmeans"`` is the authors' protocol.
     random_state : seed / ``RandomState`` for the initialisation.
 
     Attributes
@@ -224,6 +232,8 @@ class SRGWGraphonEstimator(BaseEstimator):
     fw_steps_ : (n_fw_iter_,) the Frank-Wolfe step sizes in order (1: the iterate jumped onto a vertex).
     fractional_rows_ : fraction of rows with max_j T_ij / p_i < 0.99.
     node_weights_ : (n,) node weights p used (uniform unless ``fit(..., node_weights=...)``).
+    n_init_ : number of starts run; init_losses_ : (n_init_,) ``loss_`` of each start, in order;
+    best_init_ : the start kept (``"kmeans"``, ``"spectral"``, ..., or ``"array"``).
     """
 
     def __init__(
@@ -235,6 +245,7 @@ class SRGWGraphonEstimator(BaseEstimator):
         tol: float = 1e-6,
         max_iter_fw: int = 1000,
         tol_fw: float = 1e-9,
+        n_init: int | str = "auto",
         random_state: Any = None,
     ) -> None:
         self.n_blocks = n_blocks
@@ -243,6 +254,7 @@ class SRGWGraphonEstimator(BaseEstimator):
         self.tol = tol
         self.max_iter_fw = max_iter_fw
         self.tol_fw = tol_fw
+        self.n_init = n_init
         self.random_state = random_state
 
     def _validate_params_(self) -> None:
@@ -254,6 +266,29 @@ class SRGWGraphonEstimator(BaseEstimator):
             v = getattr(self, name)
             if not isinstance(v, numbers.Real) or not np.isfinite(v) or v < 0:
                 raise ValueError(f"{name} must be a finite float >= 0, got {v!r}")
+        n_init = self.n_init
+        if isinstance(n_init, str):
+            valid = n_init == "auto"
+        else:
+            valid = isinstance(n_init, numbers.Integral) and not isinstance(n_init, bool) and n_init >= 1
+        if not valid:
+            raise ValueError(f"n_init must be an integer >= 1 or 'auto', got {n_init!r}")
+
+    def _starts(self) -> list[str | None]:
+        """The start of each run: an init name, or ``None`` for the user's array."""
+        if not isinstance(self.init, str):
+            if self.n_init != "auto" and self.n_init > 1:
+                warnings.warn(
+                    f"init is an explicit coupling: running one start instead of n_init = {self.n_init}",
+                    RuntimeWarning,
+                    stacklevel=3,
+                )
+            return [None]
+        n_init = 3 if self.n_init == "auto" else int(self.n_init)
+        starts = [self.init] * n_init
+        if n_init > 1 and self.init != "spectral":
+            starts[1] = "spectral"
+        return starts
 
     def fit(self, A: Any, y: None = None, node_weights: Any = None) -> SRGWGraphonEstimator:
         """Fit the block model to the adjacency matrix ``A`` (n, n), symmetric with entries in [0, 1].
@@ -267,10 +302,23 @@ class SRGWGraphonEstimator(BaseEstimator):
         K = _check_n_blocks(self.n_blocks, n)
         rng = check_random_state(self.random_state)
         p = _node_weights(node_weights, n)
+        runs = [self._fit_one(A, K, start, rng, p) for start in self._starts()]
+        losses = [run["loss_"] for run in runs]
+        best = int(np.argmin(losses))  # the first of equal losses: deterministic
+        for name, value in runs[best].items():
+            setattr(self, name, value)
+        self.n_init_ = len(runs)
+        self.init_losses_ = np.asarray(losses)
+        self.n_nodes_ = n
+        self.node_weights_ = p
+        return self
+
+    def _fit_one(self, A: Any, K: int, start: str | None, rng: Any, p: np.ndarray) -> dict[str, Any]:
+        """One block-coordinate descent from one start; returns the fitted attributes."""
         C0 = None
-        if isinstance(self.init, str):
-            T0 = initial_coupling(A, K, self.init, rng, p=p, _validated=True)
-            if self.init == "product":
+        if start is not None:
+            T0 = initial_coupling(A, K, start, rng, p=p, _validated=True)
+            if start == "product":
                 C0, _ = update_block_matrix(A, T0, AT=_matmul(A, T0))
                 noise = rng.uniform(-0.01, 0.01, size=(K, K))
                 C0 = np.clip(C0 + 0.5 * (noise + noise.T), 0.0, 1.0)
@@ -288,23 +336,27 @@ class SRGWGraphonEstimator(BaseEstimator):
             log=True,
             _validated=True,
         )
-        self.coupling_ = T
-        self.relaxed_block_matrix_ = C
-        self.relaxed_loss_ = float(info["loss"][-1])
-        self.loss_history_ = np.asarray(info["loss"])
-        self.n_iter_ = info["n_iter"]
-        self.n_fw_iter_ = info["n_fw_iter"]
-        self.fw_steps_ = np.asarray(info["step"], dtype=np.float64)
-        self.fractional_rows_ = float(np.mean(T.max(axis=1) / p < 0.99))
         labels, T_hard, C_hard = round_coupling(A, T, p, _validated=True)
-        self.labels_ = labels
-        self.block_matrix_ = C_hard
-        self.block_proportions_ = T_hard.sum(axis=0)
-        self.n_blocks_ = C_hard.shape[0]
-        self.loss_ = _loss(A, T_hard, C_hard, p, _matmul(A, T_hard))
-        self.n_nodes_ = n
-        self.node_weights_ = p
-        return self
+        return {
+            "coupling_": T,
+            "relaxed_block_matrix_": C,
+            "relaxed_loss_": float(info["loss"][-1]),
+            "loss_history_": np.asarray(info["loss"]),
+            "n_iter_": info["n_iter"],
+            "n_fw_iter_": info["n_fw_iter"],
+            "fw_steps_": np.asarray(info["step"], dtype=np.float64),
+            "fractional_rows_": float(np.mean(T.max(axis=1) / p < 0.99)),
+            "labels_": labels,
+            "block_matrix_": C_hard,
+            "block_proportions_": T_hard.sum(axis=0),
+            "n_blocks_": C_hard.shape[0],
+            "loss_": _loss(A, T_hard, C_hard, p, _matmul(A, T_hard)),
+            "best_init_": "array" if start is None else start,
+        }
+
+    def fit_predict(self, A: Any, y: None = None, node_weights: Any = None) -> np.ndarray:
+        """Fit to ``A`` and return the block of each node (``labels_``), as scikit-learn's clusterers."""
+        return self.fit(A, node_weights=node_weights).labels_
 
     def probability_matrix(self, relaxed: bool = False) -> np.ndarray:
         r"""Estimated edge-probability matrix :math:`\hat\Theta` (n, n).

@@ -55,6 +55,10 @@ def check_adjacency(A: Any, name: str = "A") -> np.ndarray | sp.csr_matrix:
     """
     if sp.issparse(A):
         A = sp.csr_matrix(A, dtype=np.float64)
+        # networkx / scipy sparse arrays carry int64 indices, which scikit-learn's KMeans (the default start)
+        # rejects; 32-bit indices hold any graph with fewer than 2^31 stored entries
+        if A.nnz < np.iinfo(np.int32).max and A.indices.dtype != np.int32:
+            A = sp.csr_matrix((A.data, A.indices.astype(np.int32), A.indptr.astype(np.int32)), shape=A.shape)
         data = A.data
     else:
         try:

@@ -37,13 +37,13 @@ from typing import Any
 
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin, clone
-from sklearn.ensemble import RandomForestRegressor
+from sklearn.ensemble import GradientBoostingRegressor, RandomForestRegressor
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.neural_network import MLPRegressor
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .smoother import TreeSmoother, _ensemble_kind, leaf_membership, smoother_spectrum
+from .smoother import _FORESTS, TreeSmoother, _ensemble_kind, leaf_membership, smoother_spectrum
 
 __all__ = ["SpectralForestDistiller", "mlp_parameter_count", "student_layers_for_budget"]
 
@@ -103,7 +103,11 @@ class SpectralForestDistiller(RegressorMixin, BaseEstimator):
         Friedman1 the contribution choice keeps more of the forest at the same ``r`` (see the experiment).
     n_candidates : pairs computed for ``"contribution"`` (``r <= n_candidates <= n - 2``); ``None`` means
         ``min(n - 2, 5 r)``. Ignored for ``"top"``.
-    hidden_layer_sizes : widths of the student's hidden layers.
+    hidden_layer_sizes : widths of the student's hidden layers, or ``"budget"`` (default): two hidden layers of
+        the widest width <= 32 whose stored parameters (``n_parameters_``) fit ``max_size_ratio`` of the
+        teacher's node count (:func:`student_layers_for_budget`); a teacher too small for any such student
+        (a 300-round depth-3 boosting has about 4500 nodes) gets the 2x32 student with a warning.
+    max_size_ratio : the size budget of ``"budget"``, as a fraction of the teacher's nodes (the digest's 1/100).
     activation : ``"relu"`` or ``"tanh"``.
     target : ``"spectral"`` (the paper's method) or ``"direct"`` (MLP on the ensemble's predictions).
     n_augment : number of jittered copies of the training inputs added to the distillation set (``>= 0``).
@@ -132,6 +136,7 @@ class SpectralForestDistiller(RegressorMixin, BaseEstimator):
     teacher_coef_ : ``c_j = sigma_j w_j^T y``. coef_, intercept_ : the student's output layer over ``g``.
     student_ : the fitted ``MLPRegressor`` (on standardized inputs). distillation_mse_ : mean squared difference
         between the student and the ensemble on the distillation inputs (the ``n_init`` selection criterion).
+    hidden_layer_sizes_ : the student's hidden layers (sized to the budget for ``"budget"``).
     n_parameters_ : stored numbers of the student (MLP weights and biases, coefficients, intercept, input
         scaler). teacher_nodes_ : total node count of the teacher.
     """
@@ -144,7 +149,8 @@ class SpectralForestDistiller(RegressorMixin, BaseEstimator):
         n_components: int = 20,
         component_selection: str = "contribution",
         n_candidates: int | None = None,
-        hidden_layer_sizes: tuple[int, ...] = (32, 32),
+        hidden_layer_sizes: tuple[int, ...] | str = "budget",
+        max_size_ratio: float = 0.01,
         activation: str = "relu",
         target: str = "spectral",
         n_augment: int = 3,
@@ -164,6 +170,7 @@ class SpectralForestDistiller(RegressorMixin, BaseEstimator):
         self.component_selection = component_selection
         self.n_candidates = n_candidates
         self.hidden_layer_sizes = hidden_layer_sizes
+        self.max_size_ratio = max_size_ratio
         self.activation = activation
         self.target = target
         self.n_augment = n_augment
@@ -196,10 +203,13 @@ class SpectralForestDistiller(RegressorMixin, BaseEstimator):
         _int("batch_size", 1)
         _int("n_init", 1)
         hls = self.hidden_layer_sizes
-        if not isinstance(hls, (tuple, list)) or not all(
-            isinstance(h, Integral) and not isinstance(h, bool) and h >= 1 for h in hls
+        if not (isinstance(hls, str) and hls == "budget") and (
+            not isinstance(hls, (tuple, list))
+            or not all(isinstance(h, Integral) and not isinstance(h, bool) and h >= 1 for h in hls)
         ):
-            raise ValueError(f"hidden_layer_sizes must be a tuple of positive integers, got {hls!r}")
+            raise ValueError(
+                f"hidden_layer_sizes must be 'budget' or a tuple of positive integers, got {hls!r}"
+            )
         if self.activation not in ("relu", "tanh"):
             raise ValueError(f"activation must be 'relu' or 'tanh', got {self.activation!r}")
         if self.component_weights not in ("uniform", "contribution"):
@@ -208,7 +218,12 @@ class SpectralForestDistiller(RegressorMixin, BaseEstimator):
             )
         if self.target not in ("spectral", "direct"):
             raise ValueError(f"target must be 'spectral' or 'direct', got {self.target!r}")
-        for name, strict in (("jitter", False), ("learning_rate", True), ("alpha", False)):
+        for name, strict in (
+            ("jitter", False),
+            ("learning_rate", True),
+            ("alpha", False),
+            ("max_size_ratio", True),
+        ):
             v = getattr(self, name)
             if (
                 isinstance(v, bool)
@@ -244,12 +259,16 @@ class SpectralForestDistiller(RegressorMixin, BaseEstimator):
                 )
             self.estimator_ = teacher
         else:
+            if not isinstance(teacher, (*_FORESTS, GradientBoostingRegressor)):  # before paying for a fit
+                _ensemble_kind(teacher)  # raises its TypeError
             self.estimator_ = clone(teacher).fit(X, y)
             _ensemble_kind(self.estimator_)
         self.kind_ = _ensemble_kind(self.estimator_)
         self.teacher_nodes_ = int(
             sum(t.tree_.node_count for t in np.asarray(self.estimator_.estimators_).ravel())
         )
+
+        self.hidden_layer_sizes_ = self._student_layers(X.shape[1])
 
         # 1-3: spectrum, Nystrom leaf table for psi, coefficients c_j, leaf table of the full smoother S y
         self.smoother_ = TreeSmoother(self.estimator_, X)
@@ -309,12 +328,30 @@ class SpectralForestDistiller(RegressorMixin, BaseEstimator):
                 best = (mse, self.student_, self._t_scale, coef, intercept)
         self.distillation_mse_, self.student_, self._t_scale, self.coef_, self.intercept_ = best
         self.n_parameters_ = int(
-            mlp_parameter_count(X.shape[1], tuple(self.hidden_layer_sizes), self.coef_.size)
+            mlp_parameter_count(X.shape[1], self.hidden_layer_sizes_, self.coef_.size)
             + self.coef_.size  # output coefficients
             + 1  # intercept
             + 2 * X.shape[1]  # input standardization
         )
         return self
+
+    def _student_layers(self, n_inputs: int) -> tuple[int, ...]:
+        """The hidden layers: as given, or sized to ``max_size_ratio`` of the teacher's nodes (``"budget"``)."""
+        if not isinstance(self.hidden_layer_sizes, str):
+            return tuple(int(h) for h in self.hidden_layer_sizes)
+        n_outputs = int(self.n_components) if self.target == "spectral" else 1
+        budget = int(self.max_size_ratio * self.teacher_nodes_)
+        try:
+            return student_layers_for_budget(n_inputs, n_outputs, max(budget, 1), max_width=32)
+        except ValueError:
+            warnings.warn(
+                f"the teacher's {self.teacher_nodes_} nodes leave a budget of {budget} parameters "
+                f"(max_size_ratio={self.max_size_ratio}), below the smallest student with {n_outputs} outputs; "
+                "using hidden_layer_sizes=(32, 32): pass hidden_layer_sizes or max_size_ratio to choose",
+                UserWarning,
+                stacklevel=3,
+            )
+            return (32, 32)
 
     def _augment(self, X: np.ndarray, rng: np.random.RandomState) -> np.ndarray:
         if self.n_augment == 0 or self.jitter == 0:
@@ -339,7 +376,7 @@ class SpectralForestDistiller(RegressorMixin, BaseEstimator):
         Xs = (X_all - self._x_mean) / self._x_scale
         Ts = (T - self._t_mean) / t_std * root_w
         self.student_ = MLPRegressor(
-            hidden_layer_sizes=tuple(int(h) for h in self.hidden_layer_sizes),
+            hidden_layer_sizes=self.hidden_layer_sizes_,
             activation=self.activation,
             solver="adam",
             alpha=float(self.alpha),
