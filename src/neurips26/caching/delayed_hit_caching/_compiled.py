@@ -147,7 +147,7 @@ def run_list(tr, z, sizes, capacity, move_on_hit):
     out = np.full(T, HIT, dtype=np.int8)
     adm = 0
     for t in range(T):
-        while hsize > 0 and heap[0] // m <= t:
+        while hsize > 0 and heap[0] < (t + 1) * m:  # due time key // m <= t, without a division
             key, hsize = _heap_pop(heap, hsize)
             j = key % m
             sj = sizes[j]
@@ -223,7 +223,7 @@ def run_marker(tr, z, sizes, capacity, seed):
     out = np.full(T, HIT, dtype=np.int8)
     adm = 0
     for t in range(T):
-        while hsize > 0 and heap[0] // m <= t:
+        while hsize > 0 and heap[0] < (t + 1) * m:  # due time key // m <= t, without a division
             key, hsize = _heap_pop(heap, hsize)
             j = key % m
             sj = sizes[j]
@@ -342,7 +342,7 @@ def run_lfu(tr, z, sizes, capacity, in_cache):
     out = np.full(T, HIT, dtype=np.int8)
     adm = 0
     for t in range(T):
-        while hsize > 0 and heap[0] // m <= t:
+        while hsize > 0 and heap[0] < (t + 1) * m:  # due time key // m <= t, without a division
             key, hsize = _heap_pop(heap, hsize)
             j = key % m
             sj = sizes[j]
@@ -462,12 +462,12 @@ def run_scored(tr, z, sizes, capacity, kind, c, burst, ewma, restart, seed):
             if kind == LA_FTPL:
                 epoch += 1
                 gamma = perturbations(seed, epoch, m)
-        if hsize > 0 and heap[0] // m <= t:
+        if hsize > 0 and heap[0] < (t + 1) * m:
             tt = float(t - t0 + 1)
             inv_tt = 1.0 / tt
             lg_tt = math.log(tt + 1.0) * inv_tt
             eta = c * (zmax + math.sqrt(cb * zmax)) / eta_den * math.sqrt(tt)
-            while hsize > 0 and heap[0] // m <= t:
+            while hsize > 0 and heap[0] < (t + 1) * m:  # due time key // m <= t, without a division
                 key, hsize = _heap_pop(heap, hsize)
                 j = key % m
                 if kind == LRU_MAD:
