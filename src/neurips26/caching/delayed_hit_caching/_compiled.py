@@ -146,10 +146,20 @@ def run_list(tr, z, sizes, capacity, move_on_hit):
     lat = np.zeros(T, dtype=np.int64)
     out = np.full(T, HIT, dtype=np.int8)
     adm = 0
+    # every Z = 0 (classic caching): a miss arrives at the next slot, alone, so it is admitted there without
+    # the event heap (the same order as the heap would give: one item due per slot)
+    instant = z.max() == 0
+    pending = -1
     for t in range(T):
-        while hsize > 0 and heap[0] < (t + 1) * m:  # due time key // m <= t, without a division
-            key, hsize = _heap_pop(heap, hsize)
-            j = key % m
+        while True:
+            if pending >= 0:
+                j = pending
+                pending = -1
+            elif hsize > 0 and heap[0] < (t + 1) * m:  # due time key // m <= t, without a division
+                key, hsize = _heap_pop(heap, hsize)
+                j = key % m
+            else:
+                break
             sj = sizes[j]
             if sj > capacity:
                 continue
@@ -187,6 +197,10 @@ def run_list(tr, z, sizes, capacity, move_on_hit):
                 nxt_[i] = -1
                 nxt_[tail] = i
                 tail = i
+            continue
+        if instant:
+            out[t] = MISS
+            pending = i
             continue
         d = due[i]
         if d > t:
