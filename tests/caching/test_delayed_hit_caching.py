@@ -41,7 +41,7 @@ from neurips26.caching.delayed_hit_caching import (
     write_oracle_general,
     zipf_probabilities,
 )
-from neurips26.caching.delayed_hit_caching.experiment import regret_growth
+from neurips26.caching.delayed_hit_caching.experiment import median_growth, regret_growth
 from neurips26.harness.testing import assert_quick_verdict
 
 ALL = [
@@ -251,6 +251,32 @@ def test_hashable_ids_any_labelling_gives_the_same_lru_and_fifo():
         c = simulate([(int(i), "x") for i in tr], pol, 7, 4)
         np.testing.assert_array_equal(a.latency, b.latency)
         np.testing.assert_array_equal(a.latency, c.latency)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(st.integers(-20, 20), min_size=1, max_size=50),
+    st.sampled_from([1, 3, 2**40]),
+    st.sampled_from([np.int64, np.uint64]),
+)
+def test_encode_ids_equals_sorting_for_narrow_and_wide_id_ranges(xs, scale, dtype):
+    # narrow ranges take the lookup table, wide ones the sort: both must give np.unique's codes and items
+    arr = np.asarray(xs, dtype=np.int64) * scale
+    arr = (arr - arr.min()).astype(dtype) + (dtype(2**63) if dtype is np.uint64 else dtype(0))
+    items, codes = np.unique(arr, return_inverse=True)
+    got_codes, got_items = encode_ids(arr)
+    assert got_codes.dtype == np.int64 and got_items.dtype == arr.dtype
+    np.testing.assert_array_equal(got_codes, codes.ravel())
+    np.testing.assert_array_equal(got_items, items)
+
+
+def test_median_growth_is_the_median_of_per_seed_slopes():
+    h = np.array([10, 100, 1000, 10000])
+    seeds = [h**0.5, 3.0 * h**1.0, 2.0 * h**0.2, np.zeros(4), np.array([5.0, -1.0, 2.0, -3.0])]
+    med, own = median_growth(h, seeds)
+    # exponents 0.5, 1.0, 0.2, -inf (non-growing) and NaN (changes sign, left out): median of four = 0.35
+    assert np.isnan(own[4]) and np.isneginf(own[3])
+    assert med == pytest.approx(0.35, abs=1e-9)
 
 
 def test_encode_ids_orders_integer_ids_and_refuses_non_ids():

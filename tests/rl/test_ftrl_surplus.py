@@ -433,6 +433,27 @@ def test_repeated_play_matches_the_vectorised_dynamics():
         assert user.x.shape == (200, g.A.shape[0]) and user.y.shape == (200, g.A.shape[1])
 
 
+@pytest.mark.parametrize("reg", REGULARIZERS)
+@pytest.mark.parametrize("shape", [(2, 2), (3, 4), (5, 3)])
+def test_fixed_strategy_all_rounds_at_once_equals_the_round_by_round_loop(reg, shape):
+    # the callable path is the protocol round by round (x_t chosen, y_t = FTRL(L_t), L_{t+1} = L_t + A^T x_t);
+    # a fixed strategy plays every round at once. L_t is accumulated in the same order (equal bit for bit), so
+    # the two differ only by how y_t's normaliser converges (Newton batched over rounds, <= 1e-14 per sum) and
+    # by the order of the payoff products: |dy| <= 1e-13, |d payoff| <= max|A| * m * 1e-13, summed over T rounds
+    rng = np.random.default_rng(shape[0] * 10 + shape[1])
+    A = rng.normal(size=shape)
+    x = rng.dirichlet(np.ones(shape[0]))
+    T, eta = 300, 0.2
+    fast = repeated_play(A, x, eta, T, reg)
+    loop = repeated_play(A, lambda t, y, L: x, eta, T, reg)
+    tol = np.abs(A).max() * shape[1] * 1e-13
+    np.testing.assert_allclose(fast.y, loop.y, rtol=0, atol=1e-13)
+    np.testing.assert_array_equal(fast.x, loop.x)
+    np.testing.assert_allclose(fast.payoff, loop.payoff, rtol=0, atol=tol)
+    np.testing.assert_allclose(fast.cumulative_surplus, loop.cumulative_surplus, rtol=0, atol=T * tol)
+    assert fast.regret == pytest.approx(loop.regret, rel=0, abs=T * tol)
+
+
 def test_repeated_play_passes_the_learner_state_to_the_optimizer():
     A = rock_paper_scissors()
     seen = []

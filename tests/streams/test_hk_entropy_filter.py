@@ -20,7 +20,13 @@ from neurips26.streams.hk_entropy_filter import (
     tokenize,
 )
 from neurips26.streams.hk_entropy_filter import hk_estimator as hk
-from neurips26.streams.hk_entropy_filter.experiment import markov_entropy_rate, sample_markov
+from neurips26.streams.hk_entropy_filter.experiment import (
+    markov_entropy_rate,
+    random_markov_sources,
+    sample_markov,
+    spectral_gap,
+    stationary_distribution,
+)
 
 TEXT = (
     "Return a new list containing all items from the iterable in ascending order. A custom key function "
@@ -145,6 +151,27 @@ def test_markov_entropy_rate_closed_form():
     pi = np.array([0.75, 0.25])
     h = -(pi * (P * np.log2(P)).sum(1)).sum()
     assert markov_entropy_rate(P) == pytest.approx(h)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.integers(-3, 3), min_size=2, max_size=40), st.sampled_from([1, 7, 2**40]))
+def test_token_ids_depend_only_on_equality_of_tokens(xs, scale):
+    # the dense lookup (small value range) and the sort (wide range) give np.unique's ids; relabelling the
+    # tokens by any increasing map changes nothing
+    x = np.asarray(xs, dtype=np.int64)
+    expected = np.unique(x, return_inverse=True)[1].ravel()
+    assert np.array_equal(hk._as_ids(x * scale + 5), expected)
+    assert np.array_equal(match_lengths(x * scale), naive_match_lengths(list(xs)))
+
+
+def test_mixing_helpers_closed_form_and_generator_rejects_slow_chains():
+    eps = 1e-3
+    P = np.array([[1 - eps, eps], [2 * eps, 1 - 2 * eps]])  # eigenvalues 1 and 1 - 3 eps
+    assert spectral_gap(P) == pytest.approx(3 * eps)
+    np.testing.assert_allclose(stationary_distribution(P), [2 / 3, 1 / 3])
+    n = 20_000
+    for P, _ in random_markov_sources(10, np.random.default_rng(0), path_tokens=n):
+        assert n * spectral_gap(P) >= 200
 
 
 def test_periodic_sequence_has_tiny_entropy():

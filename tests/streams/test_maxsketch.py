@@ -512,3 +512,95 @@ def test_text_views():
 @pytest.mark.experiment
 def test_quick_reproduction(tmp_path):
     assert_quick_verdict("maxsketch", tmp_path)
+
+
+# --- centring and the common-mean warning ------------------------------------------------------------------------
+def test_centring_closed_form_basis_vectors_plus_a_common_mean():
+    # x_i = mu + e_i with dyadic entries: centring gives back e_i exactly, so the maxima are, in closed form,
+    # S_j = max_{i < n} g_j[i] (the i-th coordinate of direction j), and the sketch equals that of the e_i
+    d, n = 64, 40
+    mu = np.full(d, 3.0)
+    x = mu + np.eye(d)[:n]
+    sk = MaxSketch(d, 512, seed=4, noise_scale=0.0, center=mu).update(x)
+    directions = np.hstack([sk._directions(c, np.float64) for c in range(2)])  # (d, m): g_j as columns
+    np.testing.assert_array_equal(sk.maxima_, directions[:n].max(axis=0).astype(np.float32))
+    assert (
+        sk.maxima_.tobytes()
+        == MaxSketch(d, 512, seed=4, noise_scale=0.0).update(np.eye(d)[:n]).maxima_.tobytes()
+    )
+
+
+def test_common_mean_warns_and_centring_recovers_the_count():
+    rng = np.random.default_rng(3)
+    d, n = 128, 2000
+    mu = np.full(d, 1.0 / np.sqrt(d))  # a common mean as large as the objects' own spread
+    objects = rng.standard_normal((n, d)) / np.sqrt(d) + mu
+    views = objects[np.concatenate([np.arange(n), rng.integers(0, n, n)])]
+    raw = MaxSketch(d, 1024, seed=1, noise_scale=0.0).update(views)
+    with pytest.warns(UserWarning, match="common direction.*center="):
+        collapsed = raw.estimate()
+    assert collapsed < 0.05 * n  # what the warning is about: the estimate collapses towards 1
+    centred = MaxSketch(d, 1024, seed=1, noise_scale=0.0, center=mu).update(views)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no warning once centred
+        est = centred.estimate()
+    # m = 1024: relative sd 1/sqrt(m - 2) ~ 0.031 (module docstring); 6 sd, plus the basis' slight dependence
+    assert abs(est / n - 1) < 0.2
+    assert abs(centred.common_direction_cosine_) < 0.02 < raw.common_direction_cosine_
+
+
+def test_isotropic_stream_does_not_warn():
+    import warnings
+
+    x, _ = noisy_stream(300, 64, 0.1, 8)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        MaxSketch(64, 512, seed=2).update(x).estimate()
+
+
+def test_center_is_configuration_merge_serialise_and_bad_input():
+    d = 16
+    mu = np.linspace(-1.0, 1.0, d)
+    x, _ = noisy_stream(40, d, 0.1, 2)
+    a = MaxSketch(d, 64, seed=1, center=mu).update(x[:60])
+    b = MaxSketch(d, 64, seed=1, center=mu).update(x[60:])
+    whole = MaxSketch(d, 64, seed=1, center=mu).update(x)
+    assert a.copy().merge(b) == whole
+    back = MaxSketch.from_bytes(whole.to_bytes())
+    assert back == whole and np.array_equal(back.center, mu)
+    assert len(whole.to_bytes()) == whole.memory_bytes + ms._HEADER.size + 8 * d
+    assert whole != MaxSketch(d, 64, seed=1).update(x)
+    with pytest.raises(ValueError, match="center"):
+        a.merge(MaxSketch(d, 64, seed=1).update(x))
+    with pytest.raises(ValueError, match="center"):
+        MaxSketch(d, 64, center=np.ones(d + 1))
+    with pytest.raises(ValueError, match="center"):
+        MaxSketch(d, 64, center=np.full(d, np.nan))
+    with pytest.raises(TypeError, match="center"):
+        MaxSketch(d, 64, center=np.array(["a"] * d))
+    sk = MaxSketch(d, 64, center=mu)
+    with pytest.raises(ValueError, match="center"):
+        sk.update(mu[None, :])  # a vector equal to the centre has no direction
+    assert sk.is_empty()  # a failed update leaves the state intact
+    with pytest.raises(ValueError, match="NaN"):
+        sk.update(np.full(d, np.nan))
+
+
+def test_reads_version_2_bytes_without_centre():
+    sk = MaxSketch(8, 16, seed=3).update(np.eye(8))
+    data = sk.to_bytes()
+    v2 = ms._HEADER_V2.pack(*ms._HEADER.unpack_from(data)[:-1])
+    v2 = v2[:4] + b"\x02" + v2[5:]
+    assert MaxSketch.from_bytes(v2 + data[ms._HEADER.size :]) == sk
+
+
+def test_float64_input_is_rounded_once_to_float32():
+    # float64 input is normalised in float64 and rounded to float32 once: each maximum is within that rounding
+    # (|<g, u32 - u>| <= ||u32 - u|| <= sqrt(d) * 2^-24, plus the float32 storage of the maximum) of the float64 one
+    x, _ = noisy_stream(100, 32, 0.1, 5)
+    sk = MaxSketch(32, 128, seed=2).update(x)
+    g = np.hstack([sk._directions(0, np.float64)])
+    exact = (unit(x) @ g).max(axis=0)
+    np.testing.assert_allclose(sk.maxima_, exact, rtol=0, atol=np.sqrt(32) * 2.0**-24 + 2.0**-24)

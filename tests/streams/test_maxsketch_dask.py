@@ -27,6 +27,17 @@ def test_array_partitions_merge_to_the_single_process_sketch(dask_client, stream
         assert merged.estimate() == whole.estimate()
 
 
+def test_centred_partitions_merge_to_the_centred_single_process_sketch(dask_client, stream):
+    mu = np.linspace(-0.5, 0.5, 32)
+    whole = MaxSketch(32, 256, seed=7, center=mu).update(stream)
+    merged = sketch_dask(
+        da.from_array(stream, chunks=(700, 32)), dim=32, n_projections=256, seed=7, center=mu
+    )
+    assert merged == whole and np.array_equal(merged.center, mu)
+    with pytest.raises(ValueError, match="center"):
+        sketch_dask(da.from_array(stream, chunks=(700, 32)), dim=32, center=np.ones(3))
+
+
 def test_bag_partitions_merge_to_the_single_process_sketch(dask_client, stream):
     whole = MaxSketch(32, 256, seed=7).update(stream)
     bag = db.from_sequence(list(stream), npartitions=7)

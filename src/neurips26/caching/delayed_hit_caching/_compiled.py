@@ -146,10 +146,20 @@ def run_list(tr, z, sizes, capacity, move_on_hit):
     lat = np.zeros(T, dtype=np.int64)
     out = np.full(T, HIT, dtype=np.int8)
     adm = 0
+    # every Z = 0 (classic caching): a miss arrives at the next slot, alone, so it is admitted there without
+    # the event heap (the same order as the heap would give: one item due per slot)
+    instant = z.max() == 0
+    pending = -1
     for t in range(T):
-        while hsize > 0 and heap[0] // m <= t:
-            key, hsize = _heap_pop(heap, hsize)
-            j = key % m
+        while True:
+            if pending >= 0:
+                j = pending
+                pending = -1
+            elif hsize > 0 and heap[0] < (t + 1) * m:  # due time key // m <= t, without a division
+                key, hsize = _heap_pop(heap, hsize)
+                j = key % m
+            else:
+                break
             sj = sizes[j]
             if sj > capacity:
                 continue
@@ -188,6 +198,10 @@ def run_list(tr, z, sizes, capacity, move_on_hit):
                 nxt_[tail] = i
                 tail = i
             continue
+        if instant:
+            out[t] = MISS
+            pending = i
+            continue
         d = due[i]
         if d > t:
             lat[t] = d - t
@@ -223,7 +237,7 @@ def run_marker(tr, z, sizes, capacity, seed):
     out = np.full(T, HIT, dtype=np.int8)
     adm = 0
     for t in range(T):
-        while hsize > 0 and heap[0] // m <= t:
+        while hsize > 0 and heap[0] < (t + 1) * m:  # due time key // m <= t, without a division
             key, hsize = _heap_pop(heap, hsize)
             j = key % m
             sj = sizes[j]
@@ -342,7 +356,7 @@ def run_lfu(tr, z, sizes, capacity, in_cache):
     out = np.full(T, HIT, dtype=np.int8)
     adm = 0
     for t in range(T):
-        while hsize > 0 and heap[0] // m <= t:
+        while hsize > 0 and heap[0] < (t + 1) * m:  # due time key // m <= t, without a division
             key, hsize = _heap_pop(heap, hsize)
             j = key % m
             sj = sizes[j]
@@ -462,12 +476,12 @@ def run_scored(tr, z, sizes, capacity, kind, c, burst, ewma, restart, seed):
             if kind == LA_FTPL:
                 epoch += 1
                 gamma = perturbations(seed, epoch, m)
-        if hsize > 0 and heap[0] // m <= t:
+        if hsize > 0 and heap[0] < (t + 1) * m:
             tt = float(t - t0 + 1)
             inv_tt = 1.0 / tt
             lg_tt = math.log(tt + 1.0) * inv_tt
             eta = c * (zmax + math.sqrt(cb * zmax)) / eta_den * math.sqrt(tt)
-            while hsize > 0 and heap[0] // m <= t:
+            while hsize > 0 and heap[0] < (t + 1) * m:  # due time key // m <= t, without a division
                 key, hsize = _heap_pop(heap, hsize)
                 j = key % m
                 if kind == LRU_MAD:

@@ -44,10 +44,78 @@ def _peer_trace(n_req: int, seed: int = 0) -> Trace:
     return Trace.from_requests(ids[base.requests], sizes={int(i): int(s) for i, s in zip(ids, sizes)})
 
 
+def _ordered_dict_lru(requests: list, capacity: int) -> int:
+    """What a user would write instead: an LRU over collections.OrderedDict (classic caching, Z = 0); hits."""
+    from collections import OrderedDict
+
+    cache: OrderedDict = OrderedDict()
+    hits = 0
+    for x in requests:
+        if x in cache:
+            cache.move_to_end(x)
+            hits += 1
+        else:
+            cache[x] = None
+            if len(cache) > capacity:
+                cache.popitem(last=False)
+    return hits
+
+
+def lru_vs_ordered_dict(n_req: int = 1_000_000, repeat: int = 5) -> dict:
+    """``simulate(ids, LRU(), K, fetch_latency=0)`` on 1M Zipf(0.9) requests over N = 100k raw integer ids
+    (the whole call: id encoding, loop, counts) against an OrderedDict LRU of the same ids, interleaved, best
+    process CPU time over ``repeat`` (and libCacheSim's LRU on the same requests when it is installed)."""
+    rng = np.random.default_rng(0)
+    n_items, capacity = 100_000, 1000
+    p = np.arange(1, n_items + 1, dtype=np.float64) ** -0.9
+    ids = rng.choice(n_items, size=n_req, p=p / p.sum())
+    as_list = ids.tolist()
+    simulate(ids[:1000], LRU(), capacity, fetch_latency=0)  # compile
+    t_ours, t_od = [], []
+    for _ in range(repeat):
+        t0 = time.process_time()
+        res = simulate(ids, LRU(), capacity, fetch_latency=0)
+        t_ours.append(time.process_time() - t0)
+        t0 = time.process_time()
+        hits_od = _ordered_dict_lru(as_list, capacity)
+        t_od.append(time.process_time() - t0)
+    row = {
+        "case": "LRU, 1M Zipf(0.9) requests, N=100k raw ids, K=1000, Z=0: simulate vs OrderedDict LRU",
+        "T": n_req,
+        "hits (ours)": res.n_hits,
+        "hits (OrderedDict)": hits_od,
+        "cpu seconds (ours, whole call)": min(t_ours),
+        "cpu seconds (OrderedDict)": min(t_od),
+        "speedup vs OrderedDict": min(t_od) / min(t_ours),
+    }
+    try:
+        import libcachesim as lcs
+    except ImportError:
+        row["libcachesim"] = "not installed: pip install 'neurips26[cachesim]'"
+        return row
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "zipf.oracleGeneral"
+        write_oracle_general(Trace.from_requests(ids), path)
+        params = lcs.ReaderInitParam()
+        params.ignore_obj_size = True
+
+        def peer() -> tuple[float, float]:
+            reader = lcs.TraceReader(str(path), lcs.TraceType.ORACLE_GENERAL_TRACE, params)
+            return lcs.LRU(cache_size=capacity).process_trace(reader)
+
+        miss_ratio, _ = peer()
+        row["hits (libcachesim)"] = int(round((1.0 - miss_ratio) * n_req))
+        row["cpu seconds (libcachesim LRU, C loop incl. read)"] = _cpu_seconds(peer, repeat)
+        row["time ratio ours/libcachesim"] = (
+            min(t_ours) / row["cpu seconds (libcachesim LRU, C loop incl. read)"]
+        )
+    return row
+
+
 def main(quick: bool = True) -> list[dict]:
     n_req = 1_000_000 if quick else 10_000_000
     repeat = 3
-    rows: list[dict] = []
+    rows: list[dict] = [lru_vs_ordered_dict()]
     tr = make_trace("S1", n_req, n_items=1000, capacity=50, fetch_latency=20, random_state=0)
     for pol in (LRU(), FIFO(), LFU(), Marker(), LRUMAD(), UCBDH(), LAFTPL()):
         t = time_repeats(lambda pol=pol: simulate(tr, pol, 50, random_state=0), repeat=repeat, warmup=1)

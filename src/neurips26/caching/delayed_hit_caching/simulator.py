@@ -360,7 +360,11 @@ def simulate(
     if isinstance(pol, (UCBDH, LAFTPL)) and pol.restart_every:
         name += "-restart"
     counts = np.bincount(out, minlength=3)
-    req_bytes = r.sizes[r.codes]
+    if r.unit:  # unit sizes: bytes are counts (two passes over the trace saved)
+        total_bytes, hit_bytes = len(r.codes), int(counts[C.HIT])
+    else:
+        req_bytes = r.sizes[r.codes]
+        total_bytes, hit_bytes = int(req_bytes.sum()), int(req_bytes[out == C.HIT].sum())
     return SimulationResult(
         lat,
         int(counts[C.HIT]),
@@ -369,8 +373,8 @@ def simulate(
         int(adm),
         name,
         out,
-        int(req_bytes.sum()),
-        int(req_bytes[out == C.HIT].sum()),
+        total_bytes,
+        hit_bytes,
     )
 
 

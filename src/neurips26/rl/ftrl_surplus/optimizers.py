@@ -181,6 +181,11 @@ def repeated_play(
         ``cum_loss`` the learner's cumulative loss so far, returning a mixed strategy (n,) or a pure action.
     eta, T, regularizer : the learner's FTRL step, horizon and regulariser (see :mod:`.ftrl`).
     value : the game value (default: by linear programming).
+
+    A fixed strategy (an array, ``"maxmin"``, ``"optimal_control"``) is played for all ``T`` rounds at once
+    (the learner's cumulative loss is then known in advance); ``"best_response"`` and callables react to the
+    learner's strategy each round and run round by round (:func:`.surplus.best_response_dynamics` batches
+    best response over many games).
     """
     A = payoff_matrix(game)
     eta = _check_eta(eta)
@@ -207,13 +212,29 @@ def repeated_play(
         fixed, choose = None, optimizer
     else:
         fixed, choose = _check_strategy(optimizer, n, "optimizer"), None
+    if fixed is not None:
+        # a fixed strategy: the learner's loss before round t is (t - 1) A^T x, so every round at once. The
+        # running sum is accumulated in the loop's order (cumsum is sequential), so L_t is the loop's, bit for bit
+        loss = A.T @ fixed
+        L_all = np.cumsum(np.vstack([np.zeros(m), np.broadcast_to(loss, (T, m))]), axis=0)  # L_1 .. L_{T+1}
+        ys = ftrl_strategy(L_all[:T], eta, regularizer)
+        pay = ys @ (fixed @ A)
+        return PlayTrajectory(
+            x=np.broadcast_to(fixed, (T, n)).copy(),
+            y=ys,
+            payoff=pay,
+            cumulative_surplus=np.cumsum(pay - v),
+            regret=float(pay.sum() - L_all[T].min()),
+            value=v,
+            eta=eta,
+            regularizer=regularizer,
+        )
+    # best response and callables: x_t depends on y_t, which depends on every earlier x, so round by round
     xs, ys, pay = np.empty((T, n)), np.empty((T, m)), np.empty(T)
     L = np.zeros(m)
     for t in range(T):
         y = ftrl_strategy(L, eta, regularizer)
-        if fixed is not None:
-            x = fixed
-        elif choose is None:  # best response to the learner's current strategy
+        if choose is None:  # best response to the learner's current strategy
             x = np.zeros(n)
             x[int(np.argmax(A @ y))] = 1.0
         else:

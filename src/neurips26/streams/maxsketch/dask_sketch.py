@@ -20,8 +20,10 @@ import numpy as np
 from .maxsketch import MaxSketch
 
 
-def _sketch_bytes(block, dim: int, n_projections: int, seed: int, noise_scale: float | str) -> bytes:
-    sketch = MaxSketch(dim, n_projections, seed, noise_scale=noise_scale)
+def _sketch_bytes(
+    block, dim: int, n_projections: int, seed: int, noise_scale: float | str, center: np.ndarray | None = None
+) -> bytes:
+    sketch = MaxSketch(dim, n_projections, seed, noise_scale=noise_scale, center=center)
     batch = np.asarray(list(block) if not isinstance(block, np.ndarray) else block)
     if batch.size:  # empty partitions contribute nothing
         sketch.update(batch.reshape(-1, dim) if batch.ndim == 1 and batch.size % dim == 0 else batch)
@@ -37,24 +39,31 @@ def _merge_bytes(parts) -> bytes:
 
 
 def sketch_dask(
-    data, dim: int, n_projections: int = 1024, seed: int = 0, noise_scale: float | str = "auto"
+    data,
+    dim: int,
+    n_projections: int = 1024,
+    seed: int = 0,
+    noise_scale: float | str = "auto",
+    center: np.ndarray | None = None,
 ) -> MaxSketch:
     """Sketch a Dask array (n x dim, row blocks) or a Dask bag of dim-vectors, partition by partition.
 
     The result is the single-process sketch of the same vectors (maxima, view registers and near-duplicate
     reservoir all merge exactly), so its default estimate is the same too, however the data is partitioned.
+    ``center`` is :class:`MaxSketch`'s (a held-out mean subtracted before normalising).
 
     Raises ``TypeError`` for anything else and ``ValueError`` (from the workers' ``update``) for vectors of the
     wrong dimension or with NaN/inf.
     """
-    MaxSketch(dim, n_projections, seed, noise_scale=noise_scale)  # validate the parameters here, not remotely
+    # validate the parameters here, not remotely
+    center = MaxSketch(dim, n_projections, seed, noise_scale=noise_scale, center=center).center
     try:
         import dask
         import dask.array as da
         import dask.bag as db
     except ImportError:  # optional extra
         raise ImportError("sketch_dask needs dask: pip install 'neurips26[scale]'") from None
-    params = dict(dim=dim, n_projections=n_projections, seed=seed, noise_scale=noise_scale)
+    params = dict(dim=dim, n_projections=n_projections, seed=seed, noise_scale=noise_scale, center=center)
     if isinstance(data, da.Array):
         if data.ndim != 2 or data.shape[1] != dim:
             raise ValueError(f"the Dask array must have shape (n, dim={dim}), got {data.shape}")

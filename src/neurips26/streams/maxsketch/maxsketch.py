@@ -67,6 +67,7 @@ from __future__ import annotations
 
 import struct
 import threading
+import warnings
 from collections.abc import Sequence
 from functools import lru_cache
 
@@ -83,14 +84,21 @@ __all__ = [
 
 _CHUNK = 256  # directions generated per chunk; part of the sketch's identity (first m' directions are shared)
 _MAGIC = b"MXSK"
-_VERSION = 2
-# magic, version, dim, n_projections, seed, reservoir, depth, coords, hll precision, noise_scale, pair_radius
-_HEADER = struct.Struct("<4sBQQQHHHBdd")
+_VERSION = 3
+# magic, version, dim, n_projections, seed, reservoir, depth, coords, hll precision, noise_scale, pair_radius,
+# has_center (version 3; the centre's dim float64 values follow the state)
+_HEADER = struct.Struct("<4sBQQQHHHBddB")
+_HEADER_V2 = struct.Struct("<4sBQQQHHHBdd")  # read for sketches written before centring existed
 _NOISE_GRID = np.linspace(-7.0, 7.0, 57)  # quadrature nodes for the noise maximum M (error < 1e-8)
 _HLL_P = 12  # view-count HyperLogLog: 2**12 one-byte registers (relative error ~ 1.04 / 64)
 _DEPTH = 4  # top observations kept per reservoir direction
 _SIGN_BITS = 1024  # sign bits (random hyperplanes) stored per reservoir observation: its angle to the others
 _MIN_PAIRS = 3  # fewer near-duplicate pairs than this: the stream is taken as noise-free
+# Common-mean warning: mean cosine between the top observations of K different reservoir directions above
+# _COMMON_MEAN_COS + 6 null standard deviations (near-orthogonal objects: 0, with variance 2 / (K (K - 1)) times
+# 1 / d plus the sign-bit angle noise pi^2 / (4 * 1024)). Measured: a common mean at cosine 0.3 with the objects
+# (mean top cosine 0.06) already halves the estimate at d = 128, n = 3000.
+_COMMON_MEAN_COS = 0.02
 _TILE_ELEMENTS = 2**22  # projections computed at once (a 16 MB float32 block): rows per tile = this / m
 _U64 = np.uint64
 
@@ -405,6 +413,25 @@ def _ertl_tau(x: float) -> float:
 
 
 # --- input ------------------------------------------------------------------------------------------------------
+def _check_center(center: object, dim: int) -> np.ndarray | None:
+    if center is None:
+        return None
+    arr = np.asarray(center)
+    if arr.dtype.kind not in "fiu":
+        raise TypeError(f"center must be a real numeric vector or None, got dtype {arr.dtype}")
+    if arr.shape != (dim,):
+        raise ValueError(f"center must have shape (dim,) = ({dim},), got {arr.shape}")
+    arr = arr.astype(np.float64)
+    if not np.all(np.isfinite(arr)):
+        raise ValueError("center must be finite (no NaN or inf)")
+    arr.setflags(write=False)
+    return arr
+
+
+def _same_center(a: np.ndarray | None, b: np.ndarray | None) -> bool:
+    return (a is None and b is None) or (a is not None and b is not None and np.array_equal(a, b))
+
+
 def _as_batch(x: np.ndarray, dim: int | None, name: str = "x", check_values: bool = True) -> np.ndarray:
     arr = np.asarray(x)
     if arr.dtype.kind not in "fiu":
@@ -431,14 +458,17 @@ def _check_values(arr: np.ndarray, name: str) -> None:
         raise ValueError(f"{name} contains an all-zero vector, which has no direction")
 
 
-def _unit_rows(arr: np.ndarray, name: str = "x") -> np.ndarray:
-    """Rows scaled to unit norm; raises on NaN/inf or all-zero rows (checked through the norms: one pass)."""
+def _unit_rows(arr: np.ndarray, name: str = "x", out_dtype: np.dtype | None = None) -> np.ndarray:
+    """Rows scaled to unit norm; raises on NaN/inf or all-zero rows (checked through the norms: one pass).
+
+    ``out_dtype`` rounds the result once, in the same pass as the division (computed in ``arr``'s precision)."""
     norms = np.sqrt(np.einsum("ij,ij->i", arr, arr))
     if not (np.all(np.isfinite(norms)) and np.all(norms > 0)):
         _check_values(arr, name)  # the precise error; otherwise squares overflowed: rescale first
         arr = arr / np.abs(arr).max(axis=1, keepdims=True)
         norms = np.sqrt(np.einsum("ij,ij->i", arr, arr))
-    return arr / norms[:, None]
+    out = np.empty(arr.shape, dtype=arr.dtype if out_dtype is None else out_dtype)
+    return np.divide(arr, norms[:, None], out=out, casting="unsafe")
 
 
 _WORK = threading.local()  # per-thread scratch buffers for update (the projection block and its mask)
@@ -463,6 +493,32 @@ def _exact_dots(rows64: np.ndarray, dirs64: np.ndarray) -> np.ndarray:
     return np.einsum("ij,ij->i", rows64, dirs64, optimize=False)
 
 
+@lru_cache(maxsize=1)
+def _threadpool_controller():
+    from threadpoolctl import ThreadpoolController  # scikit-learn's dependency, imported on first use
+
+    return ThreadpoolController()
+
+
+def _blas_threads(n: int):
+    return _threadpool_controller().limit(limits=n, user_api="blas")
+
+
+def _exact_signs(rows64: np.ndarray, normals64: np.ndarray) -> np.ndarray:
+    """``<normal_k, row_i> > 0`` as the fixed-order products give it, whatever the batch: BLAS for the block, and
+    the few products within BLAS's rounding of zero re-evaluated in a fixed order."""
+    # one thread: this is a thin product (the rows entering the reservoir), which a threaded BLAS serves up to
+    # 30x slower on a loaded machine (threads wait for cores) than one thread does
+    with _blas_threads(1):
+        proj = rows64 @ normals64.T
+    scale = np.sqrt(np.einsum("ij,ij->i", normals64, normals64))  # rows are unit: |error| <= d eps ||n_k||
+    unsure = np.abs(proj) <= 4.0 * rows64.shape[1] * np.finfo(np.float64).eps * scale[None, :]
+    if unsure.any():
+        i, k = np.nonzero(unsure)
+        proj[i, k] = _exact_dots(rows64[i], normals64[k])
+    return proj > 0
+
+
 class MaxSketch:
     """Mergeable, duplicate-insensitive sketch that counts distinct latent objects in a stream of embeddings.
 
@@ -478,9 +534,16 @@ class MaxSketch:
     pair_radius : two reservoir observations closer than this (unit vectors, Euclidean) are views of one object.
         The default 1.0 (cosine > 0.5) assumes near-orthogonal objects, as the estimator does; in low dimension
         (d < 64) distinct objects that project high on the same direction can come closer, so lower it there.
+    center : optional vector of shape (dim,) subtracted from every vector before it is normalised (default None:
+        no centring). Learned embeddings share a common mean direction, which breaks the near-orthogonality the
+        estimator assumes and drives the estimate towards 1; pass the mean of held-out embeddings from the same
+        encoder (never of the stream being counted). Part of the configuration: sketches merge only with an
+        equal centre. :meth:`estimate` warns when the reservoir shows a common direction
+        (:attr:`common_direction_cosine_`).
 
-    Vectors are normalised to unit length before projection (only directions matter). Float32 batches are
-    projected in float32 (fastest), everything else in float64; the maxima are kept as float32.
+    Vectors are normalised to unit length before projection (only directions matter), in float64 for any input
+    other than float32, then rounded to float32 once and projected in float32 (the maxima are kept as float32);
+    each kept maximum is re-evaluated exactly, so it does not depend on how the stream was batched.
 
     Examples
     --------
@@ -502,6 +565,7 @@ class MaxSketch:
         noise_scale: float | str = "auto",
         reservoir: int | None = None,
         pair_radius: float = 1.0,
+        center: np.ndarray | None = None,
     ):
         self.dim = _check_int(dim, "dim", 2)
         self.n_projections = _check_int(n_projections, "n_projections", 2)
@@ -517,6 +581,7 @@ class MaxSketch:
         if not (0.0 < radius <= 2.0):
             raise ValueError(f"pair_radius must be in (0, 2], got {pair_radius!r}")
         self.pair_radius = radius
+        self.center = _check_center(center, self.dim)
         self.maxima_ = np.full(self.n_projections, -np.inf, dtype=np.float32)
         self.view_registers_ = np.zeros(2**_HLL_P, dtype=np.uint8)
         self.top_values_ = np.full((self.reservoir, _DEPTH), -np.inf, dtype=np.float32)
@@ -574,7 +639,14 @@ class MaxSketch:
         vector or an empty batch.
         """
         batch = _as_batch(x, self.dim, check_values=False)
-        unit = _unit_rows(batch)
+        if self.center is not None:
+            _check_values(batch, "x")  # a NaN must not hide behind the subtraction
+            batch = batch.astype(np.float64) - self.center  # in float64: the mean can dwarf the residual
+            if np.any(~np.any(batch != 0, axis=1)):
+                raise ValueError("x contains a vector equal to center, which has no direction after centring")
+        # normalised in the input's precision, then rounded to float32 once: the maxima are float32, and one
+        # float32 GEMM serves every input type (a float64 GEMM costs twice as much for no stored digit)
+        unit = _unit_rows(batch, out_dtype=np.float32)
         dirs = self._all_directions(unit.dtype)
         dirs_t64 = self._cache["T8"]
         eps = np.finfo(unit.dtype).eps
@@ -593,9 +665,11 @@ class MaxSketch:
             # Once the sketch has seen some data only a handful of rows per batch can; the first batches (or a
             # batch far above the state) compare against the batch's own maximum instead.
             thr = (maxima - 2 * tol).astype(rows.dtype)
-            np.greater_equal(block, thr, out=near)
-            cand_rows = np.flatnonzero(near.any(axis=1))
-            if cand_rows.size > max(64, rows.shape[0] // 8):
+            empty = bool(np.isneginf(maxima).all())  # then every row is a candidate: skip to the batch maxima
+            if not empty:
+                np.greater_equal(block, thr, out=near)
+                cand_rows = np.flatnonzero(near.any(axis=1))
+            if empty or cand_rows.size > max(64, rows.shape[0] // 8):
                 thr = np.maximum(thr, block.max(axis=0) - rows.dtype.type(tol))
                 np.greater_equal(block, thr, out=near)
                 cand_rows = np.flatnonzero(near.any(axis=1))
@@ -634,16 +708,29 @@ class MaxSketch:
         if r.size == 0:
             return
         exact = _exact_dots(rows[r].astype(np.float64), dirs_t64[c]).astype(np.float32)
-        uniq, inv = np.unique(r, return_inverse=True)
-        # fixed-order products (not BLAS), so the stored signs do not depend on the batching either
-        proj = np.einsum("ij,kj->ik", rows[uniq].astype(np.float64), self._sign_directions(), optimize=False)
-        new_signs = np.packbits(proj > 0, axis=1)
+        # choose each list's new top observations first; sign bits are computed only for the rows that enter
+        chosen = []
         for j in np.unique(c):
             sel = np.flatnonzero(c == j)
             v = np.concatenate([values[j], exact[sel]])
             h = np.concatenate([hsh[j], hashes[r[sel]]])
-            sg = np.concatenate([signs[j], new_signs[inv[sel]]])
-            values[j], hsh[j], signs[j] = _top_distinct(v, h, sg)
+            keep = _top_distinct_order(v, h)
+            # rows of this batch that enter (-1: an observation already in the list)
+            src = np.concatenate([np.full(_DEPTH, -1), r[sel]])[keep]
+            chosen.append((j, v[keep], h[keep], keep, src))
+        entering = np.unique(np.concatenate([src[src >= 0] for *_, src in chosen]))
+        new_signs = np.packbits(
+            _exact_signs(rows[entering].astype(np.float64), self._sign_directions()), axis=1
+        )
+        for j, v, h, keep, src in chosen:
+            out_v = np.full(_DEPTH, -np.inf, dtype=np.float32)
+            out_h = np.zeros(_DEPTH, dtype=_U64)
+            out_s = np.zeros((_DEPTH, signs.shape[-1]), dtype=np.uint8)
+            old = src < 0
+            out_v[: keep.size], out_h[: keep.size] = v, h
+            out_s[: keep.size][old] = signs[j][keep[old]]
+            out_s[: keep.size][~old] = new_signs[np.searchsorted(entering, src[~old])]
+            values[j], hsh[j], signs[j] = out_v, out_h, out_s
 
     def _check_compatible(self, other: object) -> None:
         if not isinstance(other, MaxSketch):
@@ -653,6 +740,10 @@ class MaxSketch:
                 raise ValueError(
                     f"cannot merge sketches with different {attr}: {getattr(self, attr)} != {getattr(other, attr)}"
                 )
+        if not _same_center(self.center, other.center):
+            raise ValueError(
+                "cannot merge sketches with different center (the vectors were centred differently)"
+            )
 
     def merge(self, other: MaxSketch) -> MaxSketch:
         """Merge ``other`` into this sketch; returns ``self``. The result is the sketch of the union of the two
@@ -702,6 +793,7 @@ class MaxSketch:
             noise_scale=self.noise_scale,
             reservoir=self.reservoir,
             pair_radius=self.pair_radius,
+            center=self.center,
         )
 
     def is_empty(self) -> bool:
@@ -769,6 +861,41 @@ class MaxSketch:
         return np.sort(np.asarray(out, dtype=np.float64))
 
     @property
+    def common_direction_cosine_(self) -> float:
+        """Mean cosine between the top observations of different reservoir directions (NaN with fewer than 2).
+
+        For the near-orthogonal objects the estimator assumes it is 0 (spread ``sqrt(2 / (K (K - 1) d))`` over
+        ``K`` directions); embeddings that share a common mean ``mu`` give about ``cos^2(x, mu)`` instead, and
+        the estimate collapses towards 1. Angles come from the stored sign bits (``theta = pi * hamming / 1024``).
+        """
+        ok = np.isfinite(self.top_values_[:, 0])
+        _, first = np.unique(self.top_hashes_[ok, 0], return_index=True)  # one per distinct observation
+        bits = np.unpackbits(self.top_signs_[ok, 0][first], axis=1).astype(np.int32)
+        k = bits.shape[0]
+        if k < 2:
+            return float("nan")
+        hamming = bits @ (1 - bits).T + (1 - bits) @ bits.T
+        cos = np.cos(np.pi * hamming[np.triu_indices(k, 1)] / _SIGN_BITS)
+        return float(cos.mean())
+
+    def _warn_if_common_direction(self) -> None:
+        cos = self.common_direction_cosine_
+        k = int(np.unique(self.top_hashes_[np.isfinite(self.top_values_[:, 0]), 0]).size)
+        null_sd = (
+            np.sqrt(2.0 / (k * (k - 1)) * (1.0 / self.dim + np.pi**2 / (4 * _SIGN_BITS))) if k >= 2 else 0
+        )
+        if k >= 2 and cos > _COMMON_MEAN_COS + 6.0 * null_sd:
+            warnings.warn(
+                f"the stream's vectors share a common direction: the top observations of {k} different "
+                f"projection directions have mean cosine {cos:.2f}, where the near-orthogonal objects the "
+                "estimator assumes give about 0. Embeddings with a common mean (as learned encoders give) drive "
+                "the estimate towards 1: centre them, MaxSketch(..., center=<mean of held-out embeddings>). "
+                "(A stream of only a handful of distinct objects looks the same.)",
+                UserWarning,
+                stacklevel=3,
+            )
+
+    @property
     def noise_scale_(self) -> float:
         """View-noise scale estimated from the stream: ``sqrt(mean ||x - x'||^2 / 2)`` over near-duplicate
         pairs of the reservoir (0.0 with fewer than 3 such pairs: the stream looks noise-free)."""
@@ -796,6 +923,7 @@ class MaxSketch:
             raise ValueError(f"views_model must be 'poisson' or 'fixed', got {views_model!r}")
         if self.is_empty():
             return 0.0
+        self._warn_if_common_direction()
         if tau == "auto":
             tau = self.noise_scale_
         return float(
@@ -828,6 +956,7 @@ class MaxSketch:
             _HLL_P,
             tau,
             self.pair_radius,
+            self.center is not None,
         )
         return b"".join(
             [
@@ -837,6 +966,7 @@ class MaxSketch:
                 self.top_values_.astype("<f4").tobytes(),
                 self.top_hashes_.astype("<u8").tobytes(),
                 self.top_signs_.tobytes(),
+                b"" if self.center is None else self.center.astype("<f8").tobytes(),
             ]
         )
 
@@ -848,20 +978,39 @@ class MaxSketch:
         data = bytes(data)
         if len(data) < _HEADER.size or data[:4] != _MAGIC:
             raise ValueError("data is not a serialised MaxSketch (bad magic or too short)")
-        if data[4] != _VERSION:
-            raise ValueError(f"data has format version {data[4]}, this library reads {_VERSION}")
-        _, _, dim, m, seed, res, depth, bits, p, tau, radius = _HEADER.unpack_from(data)
+        if data[4] not in (2, _VERSION):
+            raise ValueError(f"data has format version {data[4]}, this library reads 2 and {_VERSION}")
+        header = _HEADER if data[4] == _VERSION else _HEADER_V2
+        if len(data) < header.size:
+            raise ValueError("data is not a serialised MaxSketch (too short)")
+        has_center = False
+        if data[4] == _VERSION:
+            _, _, dim, m, seed, res, depth, bits, p, tau, radius, has_center = header.unpack_from(data)
+        else:
+            _, _, dim, m, seed, res, depth, bits, p, tau, radius = header.unpack_from(data)
         if (depth, bits, p) != (_DEPTH, _SIGN_BITS, _HLL_P):
             raise ValueError(
                 f"data has reservoir depth/bits/precision {(depth, bits, p)}, expected {(_DEPTH, _SIGN_BITS, _HLL_P)}"
             )
         sizes = [4 * m, 2**p, 4 * res * depth, 8 * res * depth, res * depth * bits // 8]
-        if len(data) != _HEADER.size + sum(sizes):
-            raise ValueError(f"data has {len(data)} bytes, expected {_HEADER.size + sum(sizes)} for m = {m}")
-        out = cls(
-            dim, m, seed, noise_scale="auto" if np.isnan(tau) else tau, reservoir=res, pair_radius=radius
+        center_bytes = 8 * dim if has_center else 0
+        if len(data) != header.size + sum(sizes) + center_bytes:
+            raise ValueError(
+                f"data has {len(data)} bytes, expected {header.size + sum(sizes) + center_bytes} for m = {m}"
+            )
+        center = (
+            np.frombuffer(data, "<f8", count=dim, offset=len(data) - center_bytes) if has_center else None
         )
-        off = _HEADER.size
+        out = cls(
+            dim,
+            m,
+            seed,
+            noise_scale="auto" if np.isnan(tau) else tau,
+            reservoir=res,
+            pair_radius=radius,
+            center=center,
+        )
+        off = header.size
         parts = []
         for size, dtype in zip(sizes, ("<f4", "u1", "<f4", "<u8", "u1")):
             parts.append(np.frombuffer(data, dtype=dtype, count=size // np.dtype(dtype).itemsize, offset=off))
@@ -879,6 +1028,8 @@ class MaxSketch:
         config = ("dim", "n_projections", "seed", "reservoir", "noise_scale", "pair_radius")
         if any(getattr(self, a) != getattr(other, a) for a in config):
             return False
+        if not _same_center(self.center, other.center):
+            return False
         return all(
             np.array_equal(getattr(self, a), getattr(other, a))
             for a in ("maxima_", "view_registers_", "top_values_", "top_hashes_", "top_signs_")
@@ -889,18 +1040,22 @@ class MaxSketch:
     def __repr__(self) -> str:
         return (
             f"MaxSketch(dim={self.dim}, n_projections={self.n_projections}, seed={self.seed}, "
-            f"noise_scale={self.noise_scale!r}, reservoir={self.reservoir})"
+            f"noise_scale={self.noise_scale!r}, reservoir={self.reservoir}"
+            + (", center=<vector>)" if self.center is not None else ")")
         )
+
+
+def _top_distinct_order(values: np.ndarray, hashes: np.ndarray) -> np.ndarray:
+    """Indices of the DEPTH largest finite values with distinct hashes, largest first (ties by hash)."""
+    finite = np.flatnonzero(np.isfinite(values))
+    order = finite[np.lexsort((hashes[finite], -values[finite].astype(np.float64)))]
+    _, first = np.unique(hashes[order], return_index=True)
+    return order[np.sort(first)[:_DEPTH]]
 
 
 def _top_distinct(values: np.ndarray, hashes: np.ndarray, signs: np.ndarray):
     """The DEPTH largest values with distinct hashes (ties by hash), padded with -inf; a function of the set."""
-    finite = np.isfinite(values)
-    values, hashes, signs = values[finite], hashes[finite], signs[finite]
-    order = np.lexsort((hashes, -values.astype(np.float64)))
-    values, hashes, signs = values[order], hashes[order], signs[order]
-    _, first = np.unique(hashes, return_index=True)
-    keep = np.sort(first)[:_DEPTH]
+    keep = _top_distinct_order(values, hashes)
     out_v = np.full(_DEPTH, -np.inf, dtype=np.float32)
     out_h = np.zeros(_DEPTH, dtype=_U64)
     out_s = np.zeros((_DEPTH, signs.shape[-1]), dtype=np.uint8)
