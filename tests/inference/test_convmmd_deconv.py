@@ -1,15 +1,18 @@
 """convMMD: the unbiased weighted MMD, zero-noise reduction, the sieves, the EB posterior means, bad input."""
 
+import warnings
+
 import numpy as np
 import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from scipy.stats import multivariate_normal
+from scipy import integrate
+from scipy.stats import gaussian_kde, multivariate_normal, norm
 from sklearn.exceptions import NotFittedError
 
 from neurips26.harness.testing import assert_quick_verdict
-from neurips26.inference import ConvMMDDeconvolver, ExtremeDeconvolution
+from neurips26.inference import ConvMMDDeconvolver, DeconvolutionKDE, ExtremeDeconvolution
 from neurips26.inference.convmmd_deconv import (
     grid_posterior_mean,
     mmd2_unbiased,
@@ -537,3 +540,121 @@ def test_extreme_deconvolution_likelihood_increases_and_deconvolves():
 @pytest.mark.experiment
 def test_quick_reproduction(tmp_path):
     assert_quick_verdict("convmmd-deconv", tmp_path)
+
+
+@pytest.mark.slow
+def test_importance_half_gap_is_monte_carlo_noise(fitted_2d):
+    # the experiment's two-half diagnostic: in units of its own standard error sqrt(1/ESS_1 + 1/ESS_2) the gap
+    # behaves like the larger of two |N(0, 1)| (95th percentile about 2.24), and 4x the draws halves it, so a
+    # gap above the tolerance means too few draws, not a biased estimator
+    est, X = fitted_2d
+    x, sd = X[:200], np.full((200, 2), 0.5)
+    q95 = {}
+    for n_draws in (2048, 8192):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            _, info = est.denoise(
+                x, sd, n_draws=n_draws, random_state=1, method="importance", return_diagnostics=True
+            )
+        z = info["half_gap"] / np.sqrt((1.0 / info["ess"]).sum(1))
+        assert 1.5 < np.quantile(z, 0.95) < 3.5
+        q95[n_draws] = info["half_gap_q95"]
+    assert 0.35 < q95[8192] / q95[2048] < 0.7
+
+
+# --- the deconvoluting-kernel KDE baseline -----------------------------------------------------------------
+
+
+def test_deconvolution_kde_gaussian_kernel_gaussian_noise_closed_form():
+    # phi_K(t h) / phi_eps(t) = exp(-t^2 (h^2 - s^2) / 2): the estimate is the mixture of N(X_j, h^2 - s^2)
+    rng = np.random.default_rng(0)
+    X, s, h = 1.5 * rng.standard_normal(300), 0.4, 0.7
+    z = np.linspace(-6, 6, 101)
+    est = DeconvolutionKDE("gaussian", "gaussian", bandwidth=h).fit(X, noise_sd=s)
+    want = norm.pdf(z[:, None], X[None, :], np.sqrt(h * h - s * s)).mean(1)
+    np.testing.assert_allclose(est.density(z), want, rtol=0, atol=1e-10)
+
+
+def test_deconvolution_kde_gaussian_kernel_laplace_noise_closed_form():
+    # Laplace(b): 1 / phi_eps(t) = 1 + b^2 t^2, so the deconvoluting kernel is K(u) - (b / h)^2 K''(u) (Fan 1991)
+    rng = np.random.default_rng(1)
+    X, sd, h = rng.laplace(0.0, 1.0, 250), 0.6, 0.5
+    b = sd / np.sqrt(2.0)
+    z = np.linspace(-5, 5, 81)
+    u = (z[:, None] - X[None, :]) / h
+    want = (norm.pdf(u) * (1.0 - (b / h) ** 2 * (u**2 - 1.0))).mean(1) / h
+    est = DeconvolutionKDE("laplace", "gaussian", bandwidth=h).fit(X, noise_sd=sd)
+    np.testing.assert_allclose(est.density(z), want, rtol=0, atol=1e-10)
+
+
+def test_deconvolution_kde_heteroscedastic_matches_quadrature_of_the_definition():
+    # Delaigle-Meister: (1 / 2 pi) int e^{-itz} phi_K(th) sum_j e^{itX_j} / sum_j phi_eps_j(t) dt, by scipy quad
+    rng = np.random.default_rng(2)
+    X, sd, h = rng.normal(0, 1.5, 120), rng.uniform(0.3, 0.8, 120), 0.45
+    est = DeconvolutionKDE("laplace", bandwidth=h, n_freq=4096).fit(X, noise_sd=sd)
+
+    def integrand(t, z):
+        phi_k = (1 - (t * h) ** 2) ** 3
+        psi = np.mean(1.0 / (1.0 + 0.5 * t**2 * sd**2))
+        return phi_k / psi * np.mean(np.cos(t * (X - z))) / np.pi
+
+    for z in (-2.0, 0.3, 1.7):
+        want, _ = integrate.quad(integrand, 0.0, 1.0 / h, args=(z,), limit=400, epsabs=1e-12)
+        assert abs(est.density(np.array([z]))[0] - want) < 1e-6
+    # one sd for every row is the homoscedastic (Stefanski-Carroll) estimator
+    same = DeconvolutionKDE("laplace", bandwidth=h).fit(X, noise_sd=np.full(120, 0.5))
+    plain = DeconvolutionKDE("laplace", bandwidth=h).fit(X, noise_sd=0.5)
+    np.testing.assert_allclose(same.density(X[:10]), plain.density(X[:10]), rtol=0, atol=1e-12)
+
+
+@settings(max_examples=10, deadline=None)
+@given(shift=st.floats(-5, 5), noise=st.sampled_from(["gaussian", "laplace"]))
+def test_deconvolution_kde_is_translation_equivariant(shift, noise):
+    X = np.random.default_rng(3).normal(0, 1, 80)
+    z = np.linspace(-3, 3, 13)
+    a = DeconvolutionKDE(noise, bandwidth=0.6).fit(X, noise_sd=0.3)
+    b = DeconvolutionKDE(noise, bandwidth=0.6).fit(X + shift, noise_sd=0.3)
+    np.testing.assert_allclose(b.density(z + shift), a.density(z), rtol=0, atol=1e-9)
+
+
+def test_deconvolution_kde_cv_deconvolves_and_integrates_to_one():
+    rng = np.random.default_rng(4)
+    Z = np.where(rng.random(3000) < 0.5, rng.laplace(-2, 0.4, 3000), rng.laplace(2, 0.4, 3000))
+    sd = rng.uniform(0.5, 1.0, 3000)
+    X = Z + rng.laplace(0, 1, 3000) * sd / np.sqrt(2)
+    grid = np.linspace(-9, 9, 3601)
+    truth = 0.5 * (np.exp(-np.abs(grid + 2) / 0.4) + np.exp(-np.abs(grid - 2) / 0.4)) / 0.8
+    est = DeconvolutionKDE("laplace").fit(X, noise_sd=sd)
+    hs, cv = est.cv_curve_
+    assert hs.min() <= est.bandwidth_ <= hs.max() and np.isfinite(cv).all()
+    f = est.density(grid)
+    assert abs(np.trapezoid(f, grid) - 1.0) < 1e-2
+    ise = lambda g: np.trapezoid((g - truth) ** 2, grid)  # noqa: E731
+    assert ise(f) < 0.5 * ise(gaussian_kde(X)(grid))
+
+
+def test_deconvolution_kde_bad_input():
+    X = np.random.default_rng(5).normal(size=50)
+    with pytest.raises(ValueError, match="noise"):
+        DeconvolutionKDE("cauchy").fit(X, noise_sd=0.5)
+    with pytest.raises(ValueError, match="kernel"):
+        DeconvolutionKDE(kernel="box").fit(X, noise_sd=0.5)
+    for bad in (0.0, -1.0, "silverman", np.nan, True):
+        with pytest.raises(ValueError, match="bandwidth"):
+            DeconvolutionKDE(bandwidth=bad).fit(X, noise_sd=0.5)
+    with pytest.raises(ValueError, match="n_freq"):
+        DeconvolutionKDE(n_freq=10).fit(X, noise_sd=0.5)
+    with pytest.raises(ValueError, match="X"):
+        DeconvolutionKDE().fit(np.c_[X, X], noise_sd=0.5)
+    with pytest.raises(ValueError, match="X"):
+        DeconvolutionKDE().fit(np.r_[X[:-1], np.nan], noise_sd=0.5)
+    with pytest.raises(ValueError, match="noise_sd"):
+        DeconvolutionKDE().fit(X, noise_sd=np.ones(7))
+    with pytest.raises(ValueError, match="noise_sd"):
+        DeconvolutionKDE().fit(X, noise_sd=-0.5)
+    with pytest.raises(ValueError, match="bandwidth"):
+        DeconvolutionKDE("gaussian", "gaussian", bandwidth=0.3).fit(X, noise_sd=0.5)
+    with pytest.raises(NotFittedError):
+        DeconvolutionKDE().density(X)
+    with pytest.raises(ValueError, match="z"):
+        DeconvolutionKDE(bandwidth=0.5).fit(X, noise_sd=0.5).density(np.array([np.inf]))

@@ -199,8 +199,11 @@ def test_benjamini_hochberg_matches_statsmodels():
             np.testing.assert_array_equal(benjamini_hochberg(p, q), ref)
 
 
-def test_gm_threshold_controls_the_modified_fdr():
-    """Exactly symmetric null statistics + GM's offset-0 threshold: E[V / (R + 1/q)] <= q (Barber-Candes)."""
+def test_gm_threshold_keeps_the_modified_fdr_near_q():
+    """Marginally symmetric null statistics + GM's offset-0 threshold: E[V / (R + 1/q)] <= q, empirically.
+
+    The Barber-Candes bound would need jointly independent null signs, which the shared noise vector does not
+    give, so this is an empirical check at a well-conditioned design (n / p > 3), not a theorem's."""
     rng = np.random.default_rng(21)
     n, G, b, reps, q = 200, 20, 3, 150, 0.1
     groups = np.repeat(np.arange(G), b)

@@ -470,6 +470,27 @@ def test_synthetic_bags_follow_the_digest():
         synthetic_bags(1)
 
 
+@pytest.mark.parametrize("cosine", [0.8, 0.9, 0.3])
+def test_synthetic_bags_decoys_sit_at_the_requested_cosine(cosine):
+    # noise 0: every instance is its cluster centre, so a decoy's best cosine to the bag's evidence set is the
+    # decoy-evidence cosine exactly (nuisance centres are random, far from it in 32-d)
+    data = synthetic_bags(60, "sparse", noise=0.0, random_state=2, decoy_cosine=cosine)
+    ev = np.unique(np.concatenate([b[w] for b, w in zip(data.bags, data.witness) if w.any()]), axis=0)
+    dec = np.unique(np.concatenate([b[d] for b, d in zip(data.bags, data.decoy)]), axis=0)
+    assert len(ev) == 4 and len(dec) == 4
+    cos = (dec / np.linalg.norm(dec, axis=1, keepdims=True)) @ (
+        ev / np.linalg.norm(ev, axis=1, keepdims=True)
+    ).T
+    np.testing.assert_allclose(np.sort(cos.max(1)), np.full(4, cosine), atol=1e-12)
+    # only the decoys move: the same draws otherwise
+    base = synthetic_bags(60, "sparse", noise=0.0, random_state=2)
+    for b0, b1, d in zip(base.bags, data.bags, data.decoy):
+        np.testing.assert_array_equal(b0[~d], b1[~d])
+    for bad in (1.0, -1.0, np.nan, True):
+        with pytest.raises(ValueError, match="decoy_cosine"):
+            synthetic_bags(10, decoy_cosine=bad)
+
+
 def test_digits_bags():
     tr = digits_bags(40, split="train", random_state=0)
     te = digits_bags(40, split="test", random_state=0)

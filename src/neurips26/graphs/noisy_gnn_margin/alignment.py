@@ -33,6 +33,7 @@ are kept in this one module). Given source graphs ``G_1..G_m`` and an embedding 
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable
 
 import numpy as np
@@ -178,6 +179,14 @@ def gin_flip_bound(
 
     Follows the layer-wise recursion in the module docstring (GIN, sum readout, optional L2 normalisation).
     ``A`` is (B, n, n) with every node real (no padding); returns (B, K) for the K flip counts.
+
+    The recursion multiplies ``prod ||W||_2`` per layer by the perturbed aggregation norm, so with unconstrained
+    weights it exceeds the embedding's norm and, for a normalised model (``DenseGNN()``'s default), saturates
+    at the trivial 2.0 (the unit sphere's diameter): every certified radius is then 0. A :class:`UserWarning`
+    says so when it happens at the smallest flip count asked for. For a non-trivial certificate cap the
+    layers' Lipschitz constants, the control the certificate needs: :func:`project_spectral_norm`
+    (``project_spectral_norm(DenseGNN(), 0.05)`` certifies radius >= 1 on graphs far apart in edit distance)
+    or ``train_alignment(..., spectral_norm=...)`` for a trained model.
     """
     if not isinstance(model, DenseGNN) or model.conv != "gin" or model.readout != "sum":
         raise ValueError("model must be a DenseGNN with conv='gin' and readout='sum'")
@@ -213,6 +222,19 @@ def gin_flip_bound(
         with np.errstate(divide="ignore", invalid="ignore"):
             tight = np.where(bound < x, bound / np.sqrt(x * np.maximum(x - bound, 1e-300)), np.inf)
         bound = np.minimum(np.minimum(2.0, 2.0 * bound / x), tight)
+        positive = ks > 0
+        if positive.any():
+            first = int(np.flatnonzero(positive)[np.argmin(ks[positive])])
+            trivial = int((bound[:, first] >= 2.0).sum())
+            if trivial:
+                warnings.warn(
+                    f"gin_flip_bound: the provable bound is the trivial 2.0 (the unit sphere's diameter) for "
+                    f"{trivial} of {B} graphs at k = {int(ks[first])} flip(s), so their certified radius is 0; "
+                    "cap the layers' Lipschitz constants (project_spectral_norm(model, max_norm), or "
+                    "train_alignment(..., spectral_norm=...)) for a non-trivial certificate",
+                    UserWarning,
+                    stacklevel=2,
+                )
     bound[:, ks == 0] = 0.0
     return bound
 
@@ -223,7 +245,9 @@ def certified_flip_radius(
     """Largest ``k`` such that every graph within ``k`` edge flips of ``G_i`` is provably aligned.
 
     That is the largest ``k`` with ``gin_flip_bound(k) < delta_i / 2``; 0 when even one flip is not
-    certified (the common case for sum-aggregation GNNs; digest pitfall).
+    certified (the common case for sum-aggregation GNNs; digest pitfall). With ``DenseGNN()``'s unconstrained
+    default weights the bound is the trivial 2.0 and this warns (see :func:`gin_flip_bound`); cap the weights'
+    spectral norm first (:func:`project_spectral_norm`).
     """
     n = A.shape[1]
     max_flips = n * (n - 1) // 2 if max_flips is None else _check_int("max_flips", max_flips, 1)

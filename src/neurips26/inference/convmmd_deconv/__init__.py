@@ -6,6 +6,7 @@ data and ``Z~ + eps~`` (``Z~ ~ Q_theta``, ``eps~`` from the known noise law); th
 of empirical-Bayes posterior means.
 """
 
+from .deconvolution_kde import DeconvolutionKDE
 from .deconvolver import ConvMMDDeconvolver, gmm_gaussian_posterior_mean
 from .extreme_deconvolution import ExtremeDeconvolution
 from .grid_bayes import grid_posterior_mean, npmle_grid
@@ -19,4 +20,5 @@ __all__ = [
     "npmle_grid",
     "grid_posterior_mean",
     "gmm_gaussian_posterior_mean",
+    "DeconvolutionKDE",
 ]

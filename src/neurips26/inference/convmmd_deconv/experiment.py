@@ -19,7 +19,8 @@ Gates (thresholds fixed by the digest):
    the outcome is decided on the interval over all values;
 4. full mode only: n in {500, 2000, 8000} x 3 seeds; the log-ISE vs log-n slope under Laplace noise is steeper
    than under Gaussian noise.
-Baselines beside: naive KDE of X (scipy), NPMLE-EB on a 300-point grid (EM), extreme deconvolution (Bovy et al.
+Baselines beside: naive KDE of X (scipy), the deconvoluting-kernel KDE (Fourier inversion, Delaigle-Meister
+heteroscedastic form, Stefanski-Carroll CV bandwidth; gate 1), NPMLE-EB on a 300-point grid (EM), extreme deconvolution (Bovy et al.
 XD-EM, K = 10; ours, checked against astroML's XDGMM, which full mode also runs), oracle Bayes with the true
 prior. The importance-sampled posterior means of the ring report the digest's two-half agreement diagnostic.
 """
@@ -33,6 +34,7 @@ from scipy.stats import gaussian_kde, wasserstein_distance
 
 from neurips26.harness import Run, loglog_slope
 
+from .deconvolution_kde import DeconvolutionKDE
 from .deconvolver import ConvMMDDeconvolver
 from .extreme_deconvolution import ExtremeDeconvolution
 from .grid_bayes import grid_posterior_mean, npmle_grid
@@ -130,6 +132,9 @@ def run(run: Run) -> None:
     grid_np = np.linspace(X1.min(), X1.max(), 300)
     p_np = npmle_grid(X1, sd1, "laplace", grid_np)
     xd1 = ExtremeDeconvolution(GMM_CONFIG["n_components"], random_state=seed).fit(X1, noise_sd=sd1)
+    with run.timer("deconvoluting_kde_laplace"):
+        dkde1 = DeconvolutionKDE("laplace").fit(X1, noise_sd=sd1)
+        f_dkde = dkde1.density(GRID)
     ise_gmm, ise_kde = ise(f_gmm), ise(f_kde)
     w1 = lambda S: wasserstein_distance(S, Z1)  # noqa: E731
     task1 = "1D Laplace noise"
@@ -141,6 +146,12 @@ def run(run: Run) -> None:
             "W1 latent": w1(gmm1.sample(4000, seed)[:, 0]),
         },
         {"task": task1, "method": "naive KDE of X", "ISE": ise_kde, "W1 latent": w1(X1)},
+        {
+            "task": task1,
+            "method": "deconvoluting-kernel KDE (Fourier, heteroscedastic, CV bandwidth)",
+            "ISE": ise(f_dkde),
+            "W1 latent": None,
+        },
         {
             "task": task1,
             "method": "NPMLE (grid EM)",
@@ -155,6 +166,9 @@ def run(run: Run) -> None:
         },
     ]
     run.metric("ise_ratio_xd_laplace", ise(np.exp(xd1.log_density(GRID))) / ise_kde)
+    run.metric("ise_ratio_deconvoluting_kde_laplace", ise(f_dkde) / ise_kde)
+    run.metric("ise_ratio_gmm_vs_deconvoluting_kde_laplace", ise_gmm / ise(f_dkde))
+    run.metric("deconvoluting_kde_bandwidth", dkde1.bandwidth_)
     run.check("gate1_ise_ratio_gmm", ise_gmm / ise_kde)
     f_flow = None
     if n_flow_seeds:
@@ -280,25 +294,35 @@ def run(run: Run) -> None:
     first = rings[0]
     Zr, Xr, sdr = first["data"]
     n_is = run.param("is_rows", quick=300, full=3000)
+    # 4096 draws gave a 95th-percentile half gap just above the 0.1 tolerance, and that gap is what Monte Carlo
+    # noise predicts at its ESS (is_half_gap_z_q95: the gap in units of its own standard error stays at or below
+    # the 95th percentile of the larger of two |N(0, 1)|), so the estimator is sound and the budget was short:
+    # the gap falls as 1 / sqrt(draws) (the digest allows 128 to 32768)
+    n_draws = run.param("is_draws", quick=8192, full=16384)
     closed = first["est"].denoise(Xr[:n_is], sdr[:n_is])
     with run.timer("importance-sampled posterior means"):
         imp, info = first["est"].denoise(
             Xr[:n_is],
             sdr[:n_is],
-            n_draws=4096,
+            n_draws=n_draws,
             random_state=seed,
             method="importance",
             return_diagnostics=True,
         )
     mse_r = lambda P: float(np.mean(np.sum((P - Zr[:n_is]) ** 2, axis=1)))  # noqa: E731
     run.metric("is_half_gap_q95", info["half_gap_q95"])
+    # the same gap in units of its Monte Carlo standard error sqrt(1/ESS_1 + 1/ESS_2) (per posterior sd): at most
+    # about 2.24 (the 95th percentile of the larger of two |N(0, 1)|; the ESS-based error is conservative) when
+    # the halves differ by sampling noise only
+    z_gap = info["half_gap"] / np.sqrt((1.0 / info["ess"]).sum(1))
+    run.metric("is_half_gap_z_q95", float(np.quantile(z_gap, 0.95)))
     run.metric("is_vs_closed_form_max_abs", float(np.max(np.abs(imp - closed))))
     run.metric("is_min_ess_per_half", float(info["ess"].min()))
     run.table(
         [
             {"posterior mean": "closed form (GMM, Gaussian noise)", "MSE vs true Z": mse_r(closed)},
             {
-                "posterior mean": "importance sampling, 4096 draws (two halves)",
+                "posterior mean": f"importance sampling, {n_draws} draws (two halves)",
                 "MSE vs true Z": mse_r(imp),
                 "two-half gap, 95th pct (posterior sds)": info["half_gap_q95"],
             },
@@ -338,6 +362,7 @@ def run(run: Run) -> None:
     if f_flow is not None:
         ax[0].plot(GRID, f_flow, "C2", label=f"convMMD-flow (ISE {ise(f_flow):.4f})")
     ax[0].plot(GRID, f_kde, "C1--", label=f"naive KDE of X (ISE {ise_kde:.4f})")
+    ax[0].plot(GRID, f_dkde, "C4:", label=f"deconvoluting-kernel KDE (ISE {ise(f_dkde):.4f})")
     ax[0].set(
         xlim=(-7, 8), xlabel="z", ylabel="density", title="1-D, heteroscedastic Laplace noise, n = 4000"
     )

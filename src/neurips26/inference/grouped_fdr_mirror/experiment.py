@@ -9,7 +9,8 @@ A. Grouped linear (the main gate): G = 40 AR(1) series (phi = 0.6) sharing a com
    whitened statistics, GM threshold and the knockoff+-style "+1" threshold), coordinate-wise GM (a group is
    selected if any of its lags is), the max-over-members aggregation, group BH on partial F-tests, and knockpy
    group knockoffs (fixed-X, equicorrelated, lasso statistic; knockoff+ and offset-0 thresholds). Besides FDR
-   and power every row records the modified FDR ``E[V / (R + 1/q)]``, which GM's offset-0 threshold controls.
+   and power every row records the modified FDR ``E[V / (R + 1/q)]``, the rate the knockoff argument would bound
+   for GM's offset-0 threshold if the null signs were jointly independent (not established here: measured).
 B. Semi-real: statsmodels' macrodata (12 quarterly US series, made stationary: log-differences of the level
    series, first differences of the rates), 4 lags each; y from 3 known series plus Gaussian noise. The digest
    does not name the 3 series: we use each of the four disjoint triples of the series list in turn (fixed, so
@@ -163,7 +164,7 @@ KNOCK0 = "knockpy group knockoffs (offset 0)"
 
 
 def _rates(selected: set[int], true: set[int]) -> tuple[float, float, float]:
-    """(FDP, TPP, V / (R + 1/q)): the last averages to the modified FDR that GM's threshold controls."""
+    """(FDP, TPP, V / (R + 1/q)): the last averages to the modified FDR (measured, not guaranteed)."""
     V, R = len(selected - true), len(selected)
     return V / max(1, R), len(selected & true) / len(true), V / (R + 1.0 / Q)
 

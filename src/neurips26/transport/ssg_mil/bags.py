@@ -98,14 +98,15 @@ def synthetic_bags(
     noise: float = 0.35,
     random_state: int | None = 0,
     centres_seed: int | None = None,
+    decoy_cosine: float = 0.8,
 ) -> MILData:
     """Digest data A: 32-d feature bags with rare, diverse evidence, heterogeneous nuisance and matchable decoys.
 
     - bag size ``m ~ U{50..100}``; half of the bags are positive;
     - 4 evidence clusters; a positive bag draws 2 of them and 1-3 evidence instances (``sparse``, witness rate
       about 2-3%) or a quarter of its instances (``dense``, witness rate 25%);
-    - 4 decoy clusters, decoy ``j`` at cosine 0.8 from evidence cluster ``j``; every bag (either class) holds 2-6
-      decoys, so decoys are matchable but carry no label evidence;
+    - 4 decoy clusters, decoy ``j`` at cosine ``decoy_cosine`` (the digest's 0.8) from evidence cluster ``j``;
+      every bag (either class) holds 2-6 decoys, so decoys are matchable but carry no label evidence;
     - nuisance: 20 clusters, each bag draws 3-5 of them (``sparse``: heterogeneous bags) or all bags share the
       same 3 (``dense``: homogeneous bags).
 
@@ -120,13 +121,16 @@ def synthetic_bags(
         raise ValueError(f"n_features must be an integer >= 8, got {n_features!r}")
     if not (np.isfinite(noise) and noise >= 0):
         raise ValueError(f"noise must be a finite float >= 0, got {noise!r}")
+    if isinstance(decoy_cosine, bool) or not (np.isfinite(decoy_cosine) and -1 < decoy_cosine < 1):
+        raise ValueError(f"decoy_cosine must lie in the open interval (-1, 1), got {decoy_cosine!r}")
     crng = np.random.default_rng(random_state if centres_seed is None else centres_seed)
     rng = np.random.default_rng(None if random_state is None else [random_state, 1])
     d = n_features
     evidence = _unit(crng.normal(size=(4, d)))
     ortho = crng.normal(size=(4, d))
     ortho -= (ortho * evidence).sum(1, keepdims=True) * evidence
-    decoys = 0.8 * evidence + 0.6 * _unit(ortho)  # cos(decoy_j, evidence_j) = 0.8
+    # cos(decoy_j, evidence_j) = decoy_cosine; the same draws for every decoy_cosine, so only the decoys move
+    decoys = decoy_cosine * evidence + np.sqrt((1.0 - decoy_cosine) * (1.0 + decoy_cosine)) * _unit(ortho)
     nuisance = _unit(crng.normal(size=(20, d)))
     shared = crng.choice(20, 3, replace=False)
 
