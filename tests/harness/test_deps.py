@@ -170,9 +170,9 @@ def test_a_numpy_only_run_never_imports_torch(tmp_path, make_experiment, jobs, u
     assert done.returncode == 0, done.stderr
     (result,) = json.loads(done.stdout)["results"]
     env = result["environment"]
-    assert result["status"] == "ok" and result["checks"][0]["measured"] == (
-        1.0 if uses_pot else pytest.approx(0, abs=5)
-    )
+    measured = {c["id"]: c["measured"] for c in result["checks"]}
+    assert result["status"] == "ok"
+    assert measured["score"] == 1.0 if uses_pot else measured["mean_within_5_se"] == pytest.approx(0, abs=5)
     assert "torch" not in env["packages"] and "torch" not in env["threads"], env["threads"]
     assert env["threads"]["OMP_NUM_THREADS"] == "1"  # a pool loaded during the run starts capped too
 
