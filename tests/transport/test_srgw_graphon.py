@@ -417,12 +417,28 @@ def test_product_start_collapses_while_the_mixed_start_keeps_every_block():
 
 
 def test_fractional_rows_are_reported_when_the_solution_is_fractional():
-    # on a constant weighted graph the loss is flat in T and one Frank-Wolfe step from the random start stops
-    # short of the vertex (alpha < 1): the gap checks' "fractional rows" measurement sees every row (it can fail)
-    A = np.full((30, 30), 0.5)
-    est = SRGWGraphonEstimator(3, init="random", random_state=0, max_iter=1, max_iter_fw=1).fit(A)
-    assert est.fw_steps_[0] < 1.0
-    assert est.fractional_rows_ == 1.0
+    # fractional by construction: two 5-cliques and a bridge node b joined to all ten nodes; swapping the
+    # cliques and the blocks maps the plan "each clique hard in its block, b split evenly" to itself, so the
+    # C-step gives C11 = C22 and b's gradient row ties; along b's row the T-step loss is strictly convex
+    # (curvature (C11^2 + C22^2 - 2 C12^2) p_b^2 / 4 > 0, b has no self-loop), so the tie is its strict minimum
+    # and a Frank-Wolfe step from this plan can move b's row by round-off only, whatever the kernels
+    m, n = 5, 11
+    A = np.zeros((n, n))
+    A[:m, :m] = A[m : 2 * m, m : 2 * m] = 1.0
+    A[-1, : 2 * m] = A[: 2 * m, -1] = 1.0
+    np.fill_diagonal(A, 0.0)
+    T0 = np.zeros((n, 2))
+    T0[:m, 0] = T0[m : 2 * m, 1] = 1 / n
+    T0[-1] = 0.5 / n
+    C, _ = update_block_matrix(A, T0)
+    np.testing.assert_allclose(C, np.array([[4 * m * m, 4 * m], [4 * m, 4 * m * m]]) / n**2, rtol=1e-12)
+    for hard in ([1 / n, 0.0], [0.0, 1 / n]):  # either hard choice for b costs more, by a margin
+        T_hard = T0.copy()
+        T_hard[-1] = hard
+        assert srgw_loss(A, T_hard, C) > srgw_loss(A, T0, C) + 1e-6
+    est = SRGWGraphonEstimator(2, init=T0).fit(A)
+    np.testing.assert_allclose(est.coupling_[-1] * n, [0.5, 0.5], atol=1e-9)
+    assert est.fractional_rows_ == 1 / n  # the gap checks' "fractional rows" sees it (it can fail)
 
 
 def test_usvt_matches_a_dense_eigendecomposition():
