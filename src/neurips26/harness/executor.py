@@ -48,7 +48,7 @@ from .records import (
     write_json_atomic,
     write_text_atomic,
 )
-from .runner import run_experiment
+from .runner import _empty_body, run_experiment
 
 EXECUTORS = ("local", "dask", "dask-local")
 # seconds a stopped worker has for its clean-up (the experiment's finally blocks) before SIGKILL
@@ -164,20 +164,10 @@ def error_result(slug: str, mode: str, seed: int, message: str, run_id: str | No
     return {
         "schema_version": SCHEMA_VERSION,
         "run_id": run_id or new_run_id(seed),
-        "slug": slug,
+        **_empty_body(slug, mode, seed),
         "title": slug,
         "tier": "-",
-        "mode": mode,
-        "seed": seed,
         "status": "error",
-        "verdict": None,
-        "checks": [],
-        "tables": [],
-        "figures": [],
-        "timings": {},
-        "metrics": {},
-        "params": {},
-        "notes": [],
         "total_seconds": 0.0,
         "started_at": now,
         "finished_at": now,
