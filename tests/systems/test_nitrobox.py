@@ -292,6 +292,47 @@ def test_owner_killed_by_sigkill_leaves_nothing_running(image, tmp_path):
     assert cleanup_stale(base) and list(base.iterdir()) == []  # its directories are swept by the next owner
 
 
+def test_owner_tag_is_written_atomically_and_a_half_made_directory_is_kept(tmp_path):
+    # the pool makes sandboxes from several threads while the first one sweeps: a sweep that read a tag
+    # mid-write took a live sandbox for a dead one and removed its directory (seen once in CI)
+    from neurips26.systems.nitrobox import sandbox as sbx_mod
+
+    live = tmp_path / "sbx-live"
+    live.mkdir()
+    sbx_mod._write_owner_tag(live)
+    assert sorted(p.name for p in live.iterdir()) == ["owner"]
+    assert sbx_mod._owner_alive(live / "owner")
+    young = tmp_path / "sbx-young"  # made a moment ago, tag not yet in place
+    young.mkdir()
+    (young / ".owner").write_text("")
+    assert cleanup_stale(tmp_path) == [] and live.is_dir() and young.is_dir()
+
+
+def test_sweep_finishes_before_another_thread_makes_a_sandbox_directory(tmp_path, monkeypatch):
+    from neurips26.systems.nitrobox import sandbox as sbx_mod
+
+    started, release, order = threading.Event(), threading.Event(), []
+
+    def slow_sweep(base):
+        started.set()
+        release.wait(5)
+        order.append("sweep done")
+
+    monkeypatch.setattr(sbx_mod, "cleanup_stale", slow_sweep)
+    monkeypatch.setattr(sbx_mod, "_SWEPT", set())
+    first = threading.Thread(target=sbx_mod._sweep_once, args=(tmp_path,))
+    first.start()
+    assert started.wait(5)
+    second = threading.Thread(target=lambda: (sbx_mod._sweep_once(tmp_path), order.append("second returns")))
+    second.start()
+    time.sleep(0.2)
+    assert order == []  # the second caller waits for the sweep instead of going on to make its directory
+    release.set()
+    first.join(5)
+    second.join(5)
+    assert order == ["sweep done", "second returns"]
+
+
 # --- snapshots ---------------------------------------------------------------------------------------
 
 

@@ -414,7 +414,7 @@ def cleanup_stale(base_dir: str | os.PathLike[str] | None = None) -> list[str]:
                 continue
             if _owner_alive(entry / "owner"):
                 continue
-            try:  # a directory made a moment ago by a live process has its owner tag within microseconds
+            try:  # a directory made a moment ago by a live process gets its (atomic) owner tag within microseconds
                 if time.time() - entry.stat().st_mtime < 5 and not (entry / "owner").exists():
                     continue
             except FileNotFoundError:
@@ -454,11 +454,18 @@ def cleanup_stale(base_dir: str | os.PathLike[str] | None = None) -> list[str]:
 
 def _sweep_once(base: Path) -> None:
     key = str(base)
-    with _SWEEP_LOCK:
+    with _SWEEP_LOCK:  # held through the sweep: no thread makes a sandbox directory while one runs
         if key in _SWEPT:
             return
         _SWEPT.add(key)
-    cleanup_stale(base)
+        cleanup_stale(base)
+
+
+def _write_owner_tag(directory: Path) -> None:
+    """Write ``directory/owner`` atomically, so a sweep never reads a half-written tag as a dead owner."""
+    tmp = directory / ".owner"
+    tmp.write_text(_owner_tag())
+    os.replace(tmp, directory / "owner")
 
 
 class _Reaper:
@@ -821,7 +828,7 @@ class Sandbox:
         _sweep_once(base)
         self.base_dir = base
         self.dir = Path(tempfile.mkdtemp(prefix="sbx-", dir=base))
-        (self.dir / "owner").write_text(_owner_tag())
+        _write_owner_tag(self.dir)
         self._merged = self.dir / "merged"
         self._merged.mkdir()
         self._layer = self.dir / "layer"
@@ -925,7 +932,7 @@ class Sandbox:
         self._check_usable()
         self._stop_shell(wait=True)  # the layer must be unmounted before it can serve as a lower
         snap_dir = Path(tempfile.mkdtemp(prefix="snap-", dir=self.base_dir))
-        (snap_dir / "owner").write_text(_owner_tag())
+        _write_owner_tag(snap_dir)
         dest = snap_dir / "layer"
         if os.path.ismount(self._layer):  # O(1): the tmpfs moves (a bind, then the old point detached)
             dest.mkdir()
