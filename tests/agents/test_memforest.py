@@ -29,6 +29,7 @@ from neurips26.agents.memforest import (
     eventtree_compress,
     extractive_merge,
     maximum_spanning_tree,
+    merge_provenance,
 )
 from neurips26.harness.testing import assert_quick_verdict
 
@@ -255,6 +256,85 @@ def test_search_with_text_query_and_refresh_after_other_writer(tmp_path):
     assert hits[0].id == new_id and math.isclose(hits[0].score, 1.0, abs_tol=1e-5)
 
 
+def _brute_top(snap: MemoryNodes, q: np.ndarray, k: int) -> list[int]:
+    """Plain top-k ids by float64 cosine over a fresh snapshot (ties by id)."""
+    qn = q.astype(np.float64) / np.linalg.norm(q)
+    sims = snap.embeddings.astype(np.float64) @ qn
+    return [int(snap.ids[i]) for i in np.lexsort((snap.ids, -sims))[:k]]
+
+
+def test_refresh_after_other_writers_loads_only_what_changed(tmp_path):
+    store = make_store(tmp_path, n=300)
+    rng = np.random.default_rng(4)
+    q = rng.normal(size=DIM).astype(np.float32)
+    store.search(q, 5)
+    assert store._loads == {"full": 1, "incremental": 0}
+    store.search(q, 5)  # unchanged store: nothing is read
+    assert store._loads == {"full": 1, "incremental": 0}
+    other = MemoryStore(tmp_path / "m.db", embed=hash_embed)
+    for step in range(40):  # grows the buffers several times past their first capacity
+        other.add([f"new memory {step} from another process."], [2e5 + step])
+        if step % 3 == 0:
+            store.add([f"own memory {step}."], [3e5 + step])
+        got = [h.id for h in store.search(q, 5, anchors=False)]
+        snap = store.snapshot()
+        assert got == _brute_top(snap, q, 5)
+        assert store._ids.tolist() == snap.ids.tolist()
+        assert np.array_equal(store._vectors, snap.embeddings)
+    assert store._loads["full"] == 1 and store._loads["incremental"] == 40
+    other.compress(0.5, merged_embedding="mean")  # a rewrite: the next search reloads the whole matrix
+    got = [h.id for h in store.search(q, 5, anchors=False)]
+    snap = store.snapshot()
+    assert store._loads["full"] == 2
+    assert got == _brute_top(snap, q, 5) and store._ids.tolist() == snap.ids.tolist()
+    store.compress(0.5, merged_embedding="mean")  # this connection's own rewrite too
+    got = [h.id for h in store.search(q, 5, anchors=False)]
+    snap = store.snapshot()
+    assert store._loads["full"] == 3
+    assert got == _brute_top(snap, q, 5) and store._ids.tolist() == snap.ids.tolist()
+
+
+def test_merge_provenance_keeps_every_value_of_both_nodes(tmp_path):
+    assert merge_provenance({"session": 3}, {"session": 7}) == {"session": [3, 7]}
+    assert merge_provenance({"session": 3}, {"session": 3}) == {"session": 3}
+    assert merge_provenance({"facts": [1, 2], "a": "x"}, {"facts": [2, 5], "b": 1}) == {
+        "facts": [1, 2, 5],
+        "a": "x",
+        "b": 1,
+    }
+    # through the store: two nodes merged by compress(0.5) keep both sessions
+    store = MemoryStore(tmp_path / "p.db", embed=hash_embed)
+    store.add(
+        ["Ana moved dinner to 8 pm.", "Ana's dinner starts at 7 pm."],
+        [1.0, 2.0],
+        [{"session": 3}, {"session": 7}],
+    )
+    store.compress(0.5, merged_embedding="mean")
+    [node] = store.snapshot().provenance
+    assert node == {"session": [3, 7]}
+
+
+scalars = st.one_of(st.integers(-3, 3), st.sampled_from(["a", "b", "c"]))
+prov_dicts = st.dictionaries(
+    st.sampled_from(["k1", "k2", "k3"]), st.one_of(scalars, st.lists(scalars, max_size=3))
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(prov_dicts, prov_dicts)
+def test_merge_provenance_is_the_union_of_given_items(older, newer):
+    def items(d):  # oracle: the set of (key, item) pairs a provenance dict states
+        return {(k, x) for k, v in d.items() for x in (v if isinstance(v, list) else [v])}
+
+    merged = merge_provenance(older, newer)
+    assert items(merged) == items(older) | items(newer)
+    for key, v in merged.items():  # a key one node holds, or holds alike, is kept as given
+        if key not in older or key not in newer or older[key] == newer[key]:
+            assert v == (newer[key] if key in newer else older[key])
+        else:  # else the union, each distinct item once
+            assert isinstance(v, list) and len(v) == len({json.dumps(x) for x in v})
+
+
 def test_search_matches_faiss_exact_inner_product(tmp_path):
     faiss = pytest.importorskip("faiss")
     store = make_store(tmp_path, n=500)
@@ -320,6 +400,13 @@ def test_store_bad_input_leaves_store_unchanged(tmp_path):
             store.search(np.ones(DIM), bad_k)
     with pytest.raises(ValueError, match="query"):
         store.search("   ")
+    for name, bad in (("anchor_weight", math.nan), ("anchor_weight", 5.0), ("anchor_fraction", -1.0)):
+        with pytest.raises(ValueError, match=name):
+            store.search(np.ones(DIM), 5, **{name: bad})
+        with pytest.raises(ValueError, match=name):
+            store.search_many(np.ones((2, DIM)), 5, **{name: bad})
+    with pytest.raises(ValueError, match="weight"):
+        anchor_rerank(np.ones(4), np.arange(4.0), 2, weight=math.nan)
     with pytest.raises(ValueError, match="dimension"):
         store.search(np.ones(DIM + 2))
     # an embed callable that returns NaN part-way through an add: nothing of the add is written
@@ -384,6 +471,37 @@ def test_corrupt_foreign_and_truncated_files_give_clear_errors(tmp_path):
     path.write_bytes(bytes(data))
     with pytest.raises(MemoryStoreError, match="corrupt"):
         MemoryStore(path, embed=None)
+
+
+def _file_state(path: Path) -> tuple[str, list[str]]:
+    siblings = sorted(p.name for p in path.parent.iterdir() if p.name.startswith(path.name) and p != path)
+    return hashlib.sha256(path.read_bytes()).hexdigest(), siblings
+
+
+@pytest.mark.parametrize(
+    "setup",
+    [
+        "CREATE TABLE users (id INTEGER, name TEXT)",  # rollback-journal database with a table
+        "PRAGMA user_version = 7",  # another application's fresh file: no tables, but its own version
+        "PRAGMA application_id = 1234",  # an application id that is not MemForest's
+        "PRAGMA journal_mode = WAL; CREATE TABLE t (x)",  # a foreign database already in WAL mode
+    ],
+)
+def test_foreign_sqlite_file_is_refused_and_left_byte_identical(tmp_path, setup):
+    foreign = tmp_path / "foreign.db"
+    conn = sqlite3.connect(foreign)
+    conn.executescript(setup)
+    conn.close()
+    before = _file_state(foreign)
+    assert before[1] == []  # no -wal / -shm / -journal beside it
+    with pytest.raises(MemoryStoreError, match="another application"):
+        MemoryStore(foreign, embed=None)
+    assert _file_state(foreign) == before  # same bytes, still no -wal / -shm
+
+
+def test_missing_directory_is_named(tmp_path):
+    with pytest.raises(ValueError, match="path: the directory .* does not exist"):
+        MemoryStore(tmp_path / "nope" / "m.db", embed=None)
 
 
 # --- durability with real processes killed by signal --------------------------------------------------------------

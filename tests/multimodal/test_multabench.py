@@ -93,6 +93,56 @@ def test_regression_targets_use_training_quantile_bins():
     assert enc.head_.out_features == 5
 
 
+def test_regression_bins_default_follows_the_sample_size():
+    """Oracle: the documented rule clip((n - round(0.15 n)) // 50, 2, 20) and numpy's training-row quantiles."""
+    X, y, _ = make_text_table(200, target="regression", seed=2)
+    text = X[["description"]]
+    for n in (60, 200):  # 2 and 3 bins
+        enc = TargetAwareTextEncoder(3, tuned_layers=1, epochs=1, random_state=0).fit(text.iloc[:n], y[:n])
+        bins = min(20, max(2, (n - round(0.15 * n)) // 50))
+        assert enc.n_bins_ == bins and enc.head_.out_features == bins
+        np.testing.assert_allclose(enc.bin_edges_, np.quantile(y[:n], np.arange(1, bins) / bins))
+    assert TargetAwareTextEncoder().get_params()["n_bins"] == "auto"
+
+
+def test_nan_label_is_rejected_not_a_class(table):
+    X, y, _ = table
+    text = X[["description"]]
+    bad = y.astype(float)
+    bad[3] = np.nan
+    for task in ("auto", "classification"):
+        with pytest.raises(ValueError, match="y must be finite: it holds 1 NaN"):
+            TargetAwareTextEncoder(4, task=task, tuned_layers=1, epochs=1).fit(text, bad)
+    labels = np.array(["a", "b"] * (len(text) // 2), dtype=object)
+    labels[0] = None
+    with pytest.raises(ValueError, match="y must be finite"):
+        TargetAwareTextEncoder(4, tuned_layers=1, epochs=1).fit(text, labels)
+
+
+def test_bootstrap_auc_matches_sklearn_with_ties():
+    """Oracle: sklearn's roc_auc_score on each resample (the experiment's vectorised Mann-Whitney AUC)."""
+    from sklearn.metrics import roc_auc_score
+
+    from neurips26.multimodal.multabench.experiment import _auc_rows
+
+    rng = np.random.default_rng(5)
+    y = rng.integers(0, 2, size=(40, 30))
+    s = np.round(rng.normal(size=(40, 30)), 1)  # rounded: many tied scores
+    got = _auc_rows(y, s)
+    want = [roc_auc_score(yy, ss) for yy, ss in zip(y, s)]
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-12)
+
+
+def test_curation_tie_distance_is_the_closest_margin_to_delta():
+    from neurips26.multimodal.multabench.experiment import _min_distance_to_delta
+
+    dec = curation_rule(
+        {"a": _row(0.70, 0.60, 0.7015, 0.75), "b": _row(0.5, 0.5, 0.6, 0.6)}, delta=0.001, rho=1
+    )
+    # margins: a 0.0015 / 0.0485, b 0.1 / 0.0; the closest to delta = 0.001 is a's 0.0015 or b's 0.0
+    assert _min_distance_to_delta([dec], 0.001) == pytest.approx(0.0005, abs=1e-12)
+
+
 def test_works_inside_a_column_transformer_pipeline(table):
     X, y, _ = table
     pre = ColumnTransformer(
@@ -109,6 +159,7 @@ def test_works_inside_a_column_transformer_pipeline(table):
         ({"n_components": 0}, "n_components"),
         ({"tuned_layers": 7}, "tuned_layers"),
         ({"n_bins": 1}, "n_bins"),
+        ({"n_bins": "many"}, "n_bins"),
         ({"task": "ranking"}, "task"),
         ({"lora_dropout": 1.0}, "lora_dropout"),
         ({"validation_fraction": 0.6}, "validation_fraction"),

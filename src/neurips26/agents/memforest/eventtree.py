@@ -206,15 +206,24 @@ def extractive_merge(older: str, newer: str) -> str:
 
 
 def merge_provenance(older: Mapping[str, Any], newer: Mapping[str, Any]) -> dict[str, Any]:
-    """Provenance of a merged node: list values are unioned (older first), other keys take the newer value."""
+    """Provenance of a merged node: the union of both nodes' provenance, key by key; nothing given is lost.
+
+    A key in one node only is kept as it is; a key whose values are equal keeps that value; otherwise the values
+    are unioned into one list, older first, each distinct value once (a list value contributes its items, any
+    other value itself). So ``{"session": 3}`` and ``{"session": 7}`` give ``{"session": [3, 7]}``, and
+    ``{"facts": [1, 2]}`` and ``{"facts": [2, 5]}`` give ``{"facts": [1, 2, 5]}``.
+    """
     out: dict[str, Any] = dict(older)
     for key, value in newer.items():
-        if isinstance(value, list) and isinstance(out.get(key), list):
-            merged = list(out[key])
-            merged += [v for v in value if v not in merged]
-            out[key] = merged
-        else:
+        if key not in out or out[key] == value:
             out[key] = value
+            continue
+        merged: list[Any] = []
+        for part in (out[key], value):
+            for item in part if isinstance(part, list) else [part]:
+                if item not in merged:
+                    merged.append(item)
+        out[key] = merged
     return out
 
 
@@ -362,6 +371,11 @@ def anchor_rerank(
         raise ValueError(f"sims and timestamps must be 1-D of one length, got {sims.shape} and {ts.shape}")
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
         raise ValueError(f"k must be a positive integer, got {k!r}")
+    for name, value in (("anchor_fraction", anchor_fraction), ("weight", weight)):
+        if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)):
+            raise TypeError(f"{name} must be a number in [0, 1], got {type(value).__name__}")
+        if not 0.0 <= float(value) <= 1.0:  # NaN fails too
+            raise ValueError(f"{name} must be in [0, 1], got {value!r}")
     m = len(sims)
     if m == 0:
         return np.empty(0, dtype=np.int64)

@@ -21,7 +21,7 @@ from neurips26.harness import Run
 
 from .baselines import dedup_drop, fifo_drop, global_greedy_merge, random_drop
 from .eventtree import MemoryNodes, eventtree_compress
-from .persona import PersonaStream, persona_stream
+from .persona import KINDS, PEOPLE, PersonaStream, persona_stream
 from .store import MemoryStore, _CachedEmbedder
 
 RHO = 0.5
@@ -54,7 +54,9 @@ def _evaluate(name, store, stream, qvec, anchors, n0, bytes0) -> dict:
         r = recall(store, stream, qvec, k, anchors)
         row[f"recall@{k}"] = r["all"]
         row[f"chain_recall@{k}"] = r["chain"]
-    row["bytes_kept"] = store.stats()["file_bytes"] / bytes0
+    stats = store.stats()
+    row["bytes_kept"] = stats["file_bytes"] / bytes0[0]  # whole pages: tracks the node count
+    row["text_bytes_kept"] = stats["text_bytes"] / bytes0[1]  # merged texts are longer than half
     return row
 
 
@@ -103,7 +105,8 @@ def run(run: Run) -> None:
             np.arange(1, len(stream) + 1), stream.timestamps, stream.texts, stream.provenance(), emb
         )
         base = _store(root / f"uncompressed-{ds}.db", nodes, embed)
-        n0, bytes0 = len(base), base.stats()["file_bytes"]
+        base_stats = base.stats()
+        n0, bytes0 = len(base), (base_stats["file_bytes"], base_stats["text_bytes"])
         # MemForest through the real store
         mf = _store(root / f"memforest-{ds}.db", nodes, embed)
         with run.timer("memforest_compress"):
@@ -184,6 +187,7 @@ def run(run: Run) -> None:
         )
         note("nodes_kept", m["nodes_kept"])
         note("bytes_kept", m["bytes_kept"])
+        note("text_bytes_kept", m["text_bytes_kept"])
         for name in seed_rows:
             note(f"recall10::{name}", seed_rows[name]["recall@10"])
         for rho in rhos:
@@ -257,6 +261,7 @@ def run(run: Run) -> None:
         )
     run.metric("n_nodes", int(np.mean([len(n) for n in raw_nodes])))
     run.metric("n_questions", int(np.mean([len(s.questions) for s in streams])))
+    run.metric("anchor_pool_size", 4 * KS[0])
     run.metric("n_chain_questions", int(np.mean([sum(q.chain for q in s.questions) for s in streams])))
     run.check("recall_ratio_vs_uncompressed", per_seed["recall_ratio"])
     run.check("gain_vs_random_drop", per_seed["gain_vs_random"])
@@ -280,13 +285,18 @@ def _chain_diagnostics(stream: PersonaStream, nodes: MemoryNodes, qvec: np.ndarr
     anchor weight); ``chain_recall_neighbour_expansion``: recall@k when the k - 2a slots after the most similar
     are filled by the time neighbours (previous and next entry) of the a anchors, an explicit reading of
     "retrieves nodes from the temporal neighbourhoods of key nodes" (explored, not the paper's rule).
+    Why the chain entry misses the pool: ``chain_rank`` is its median rank (1 = most similar) among all entries;
+    ``chain_pool_named_share`` the share of the 4k candidates that name the question's person or key (the chain
+    entry names neither); ``chain_template_entries`` the median number of entries written from the chain entry's
+    own template (they differ only in the value, which the question does not contain).
     """
     a = math.floor(0.2 * k + 0.5)
     order_t = np.argsort(nodes.timestamps, kind="stable")
     where_t = np.empty(len(order_t), dtype=np.int64)
     where_t[order_t] = np.arange(len(order_t))
     entry_of = {f: i for i, fs in enumerate(stream.facts) for f in fs}
-    in_pool, gaps, expanded = [], [], []
+    in_pool, gaps, expanded, ranks, named_share, template_count = [], [], [], [], [], []
+    names = set(PEOPLE) | {key for _, keys, _ in KINDS.values() for key in keys}
     sims = qvec @ nodes.embeddings.T
     for q, row in zip(stream.questions, sims, strict=True):
         if not q.chain:
@@ -294,6 +304,12 @@ def _chain_diagnostics(stream: PersonaStream, nodes: MemoryNodes, qvec: np.ndarr
         target = entry_of[q.fact_id]
         order = np.argsort(-row, kind="stable")
         in_pool.append(float(target in order[: 4 * k]))
+        ranks.append(float(np.flatnonzero(order == target)[0] + 1))
+        asked = [w for w in names if w in q.text]
+        named_share.append(float(np.mean([any(w in nodes.texts[i] for w in asked) for i in order[: 4 * k]])))
+        text = nodes.texts[target]
+        prefix = text[: text.rindex(q.answer)]
+        template_count.append(float(sum(t.startswith(prefix) for t in nodes.texts)))
         gaps.append(float(row[order[k - 1]] - row[target]))
         anchors = order[:a]
         neighbours = [
@@ -305,6 +321,9 @@ def _chain_diagnostics(stream: PersonaStream, nodes: MemoryNodes, qvec: np.ndarr
         "chain_in_pool": float(np.mean(in_pool)),
         "chain_sim_gap": float(np.median(gaps)),
         "chain_recall_neighbour_expansion": float(np.mean(expanded)),
+        "chain_rank": float(np.median(ranks)),
+        "chain_pool_named_share": float(np.mean(named_share)),
+        "chain_template_entries": float(np.median(template_count)),
     }
 
 

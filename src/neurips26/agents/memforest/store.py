@@ -5,8 +5,9 @@ is one ``BEGIN IMMEDIATE ... COMMIT`` transaction, so a writer killed by a signa
 exactly as it was before that call (SQLite rolls the uncommitted WAL frames back on the next open), and a reader
 in another process sees a consistent snapshot (WAL readers keep the snapshot they started with). Search is an
 exact brute-force cosine scan over an in-memory copy of the vectors that is refreshed whenever the database
-changes (``PRAGMA data_version``); with ``backend="sqlite-vec"`` the scan runs inside SQLite through the
-sqlite-vec extension instead (same results).
+changes (``PRAGMA data_version``): after additions only the new rows are read, after a compression the whole
+matrix (a rewrite counter in ``meta`` tells them apart); with ``backend="sqlite-vec"`` the scan runs inside
+SQLite through the sqlite-vec extension instead (same results).
 """
 
 from __future__ import annotations
@@ -113,6 +114,18 @@ def _timestamp(value: Any, i: int) -> float:
     return value
 
 
+def _check_search_args(k: Any, pool: Any, anchor_fraction: Any, anchor_weight: Any) -> None:
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+        raise ValueError(f"k must be a positive integer, got {k!r}")
+    if isinstance(pool, bool) or not isinstance(pool, (int, np.integer)) or pool < 1:
+        raise ValueError(f"pool must be a positive integer, got {pool!r}")
+    for name, value in (("anchor_fraction", anchor_fraction), ("anchor_weight", anchor_weight)):
+        if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)):
+            raise TypeError(f"{name} must be a number in [0, 1], got {type(value).__name__}")
+        if not 0.0 <= float(value) <= 1.0:  # NaN fails too
+            raise ValueError(f"{name} must be in [0, 1], got {value!r}")
+
+
 class MemoryStore:
     """Agent memory on a SQLite file, with MemForest compression and anchor-guided retrieval.
 
@@ -155,11 +168,17 @@ class MemoryStore:
         self._ids = np.empty(0, dtype=np.int64)
         self._ts = np.empty(0, dtype=np.float64)
         self._vectors = np.empty((0, 0), dtype=np.float32)
+        self._buf_ids, self._buf_ts, self._buf_vectors = self._ids, self._ts, self._vectors
+        self._loaded_generation = -1
+        # how the vector copy was refreshed (for tests and tuning)
+        self._loads = {"full": 0, "incremental": 0}
         if backend == "sqlite-vec":
             self._load_sqlite_vec()
 
     # --- opening and validation ---------------------------------------------------------------------------------
     def _open(self, synchronous: str, timeout: float) -> sqlite3.Connection:
+        if not self.path.parent.is_dir():
+            raise ValueError(f"path: the directory {str(self.path.parent)!r} does not exist")
         exists = self.path.exists() and self.path.stat().st_size > 0
         if exists:
             with open(self.path, "rb") as fh:
@@ -168,13 +187,14 @@ class MemoryStore:
                 raise MemoryStoreError(f"{self.path} is not a MemForest store: not an SQLite database file")
         try:
             conn = sqlite3.connect(self.path, timeout=timeout, isolation_level=None, check_same_thread=False)
-            mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
-            if mode.lower() != "wal":
-                raise MemoryStoreError(f"{self.path}: could not switch to WAL mode (got {mode!r})")
-            conn.execute(f"PRAGMA synchronous={synchronous}")
-            app_id = conn.execute("PRAGMA application_id").fetchone()[0]
-            tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
-            if app_id == 0 and not tables:
+            try:
+                # ownership first, by reads only: a foreign file is refused exactly as it was found (no switch to
+                # WAL, no -wal / -shm files left beside a rollback-journal database)
+                self._check_owner(conn)
+                mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+                if mode.lower() != "wal":
+                    raise MemoryStoreError(f"{self.path}: could not switch to WAL mode (got {mode!r})")
+                conn.execute(f"PRAGMA synchronous={synchronous}")
                 conn.execute("BEGIN IMMEDIATE")
                 if conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] == 0:
                     for stmt in filter(str.strip, _SCHEMA.split(";")):
@@ -182,23 +202,40 @@ class MemoryStore:
                     conn.execute(f"PRAGMA application_id={APPLICATION_ID}")
                     conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
                 conn.execute("COMMIT")
-                app_id = conn.execute("PRAGMA application_id").fetchone()[0]
-            if app_id != APPLICATION_ID:
-                raise MemoryStoreError(
-                    f"{self.path} is an SQLite database of another application (application_id {app_id:#x}, "
-                    f"tables {tables}), not a MemForest store"
-                )
-            version = conn.execute("PRAGMA user_version").fetchone()[0]
-            if version != SCHEMA_VERSION:
-                raise MemoryStoreError(
-                    f"{self.path}: MemForest schema version {version}, this library reads {SCHEMA_VERSION}"
-                )
-            check = [r[0] for r in conn.execute("PRAGMA quick_check")]
-            if check != ["ok"]:
-                raise MemoryStoreError(f"{self.path} is corrupt (quick_check: {'; '.join(check[:3])})")
+                self._check_owner(conn)
+                version = conn.execute("PRAGMA user_version").fetchone()[0]
+                if version != SCHEMA_VERSION:
+                    raise MemoryStoreError(
+                        f"{self.path}: MemForest schema version {version}, this library reads {SCHEMA_VERSION}"
+                    )
+                check = [r[0] for r in conn.execute("PRAGMA quick_check")]
+                if check != ["ok"]:
+                    raise MemoryStoreError(f"{self.path} is corrupt (quick_check: {'; '.join(check[:3])})")
+                tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+                if not {"meta", "nodes"} <= tables:
+                    raise MemoryStoreError(
+                        f"{self.path}: a MemForest store missing its tables (has {sorted(tables)})"
+                    )
+            except BaseException:
+                conn.close()
+                raise
         except sqlite3.DatabaseError as err:
             raise MemoryStoreError(f"{self.path} is corrupt or not a MemForest store: {err}") from None
         return conn
+
+    def _check_owner(self, conn: sqlite3.Connection) -> None:
+        """Refuse a database of another application: a foreign application_id, or any schema object or a
+        non-zero user_version in a file without MemForest's application_id (an empty database is adopted)."""
+        app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+        if app_id == APPLICATION_ID:
+            return
+        objects = [r[0] for r in conn.execute("SELECT name FROM sqlite_master")]
+        user_version = conn.execute("PRAGMA user_version").fetchone()[0]
+        if app_id != 0 or objects or user_version != 0:
+            raise MemoryStoreError(
+                f"{self.path} is an SQLite database of another application (application_id {app_id:#x}, "
+                f"user_version {user_version}, schema objects {objects}), not a MemForest store"
+            )
 
     def _load_sqlite_vec(self) -> None:
         try:
@@ -379,17 +416,61 @@ class MemoryStore:
             np.frombuffer(b"".join(r[4] for r in rows), dtype=np.float32).reshape(len(rows), dim),
         )
 
+    @staticmethod
+    def _generation(conn: sqlite3.Connection) -> int:
+        """The store's rewrite counter: bumped by every write that deletes or rewrites nodes (``compress``)."""
+        row = conn.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
+        return int(row[0]) if row else 0
+
     def _refresh(self, conn: sqlite3.Connection) -> None:
-        """Reload the vector matrix when the database changed since the last load (inside a read transaction)."""
+        """Bring the in-memory vector copy up to date (inside a read transaction), loading only what changed.
+
+        Nothing is read when the database is unchanged (``PRAGMA data_version`` for other connections' commits,
+        ``total_changes`` for this one's). When nodes were only added since the last load (the rewrite counter is
+        unchanged), only the rows with a larger id are read and appended (AUTOINCREMENT ids only grow, and writes
+        are serialised, so new rows are exactly those); after a rewrite (``compress``), the whole matrix.
+        """
         version = (conn.execute("PRAGMA data_version").fetchone()[0], conn.total_changes)
         if version == self._version:
             return
-        rows = conn.execute("SELECT id, ts, embedding FROM nodes ORDER BY id").fetchall()
+        generation = self._generation(conn)
         dim = self.dim or 0
-        self._ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-        self._ts = np.fromiter((r[1] for r in rows), dtype=np.float64, count=len(rows))
-        self._vectors = np.frombuffer(b"".join(r[2] for r in rows), dtype=np.float32).reshape(len(rows), dim)
+        n = len(self._ids)
+        if generation == self._loaded_generation and n and self._vectors.shape[1] == dim:
+            rows = conn.execute(
+                "SELECT id, ts, embedding FROM nodes WHERE id > ? ORDER BY id", (int(self._ids[-1]),)
+            ).fetchall()
+            self._loads["incremental"] += 1
+            self._append(rows, dim, n)
+        else:
+            rows = conn.execute("SELECT id, ts, embedding FROM nodes ORDER BY id").fetchall()
+            self._loads["full"] += 1
+            self._append(rows, dim, 0)
         self._version = version
+        self._loaded_generation = generation
+
+    def _append(self, rows: list[tuple], dim: int, n: int) -> None:
+        """Write ``rows`` after the first ``n`` loaded rows, into buffers that grow by doubling (amortised O(1))."""
+        total = n + len(rows)
+        if n == 0 or total > len(self._buf_ids) or self._buf_vectors.shape[1] != dim:
+            cap = max(total, 2 * len(self._buf_ids) if n else total)
+            ids, ts, vec = (
+                np.empty(cap, np.int64),
+                np.empty(cap, np.float64),
+                np.empty((cap, dim), np.float32),
+            )
+            if n:
+                ids[:n], ts[:n], vec[:n] = self._ids, self._ts, self._vectors
+            self._buf_ids, self._buf_ts, self._buf_vectors = ids, ts, vec
+        if rows:
+            m = len(rows)
+            self._buf_ids[n:total] = np.fromiter((r[0] for r in rows), dtype=np.int64, count=m)
+            self._buf_ts[n:total] = np.fromiter((r[1] for r in rows), dtype=np.float64, count=m)
+            self._buf_vectors[n:total] = np.frombuffer(
+                b"".join(r[2] for r in rows), dtype=np.float32
+            ).reshape(m, dim)
+        self._ids, self._ts = self._buf_ids[:total], self._buf_ts[:total]
+        self._vectors = self._buf_vectors[:total]
 
     def _query_vector(self, query: str | np.ndarray) -> np.ndarray:
         if isinstance(query, str):
@@ -426,10 +507,7 @@ class MemoryStore:
         over the ``round(anchor_fraction k)`` most similar anchors (positions = ranks of distinct timestamps among
         the candidates; see :func:`~.eventtree.anchor_rerank`); without, the plain top-``k``.
         """
-        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-            raise ValueError(f"k must be a positive integer, got {k!r}")
-        if isinstance(pool, bool) or not isinstance(pool, (int, np.integer)) or pool < 1:
-            raise ValueError(f"pool must be a positive integer, got {pool!r}")
+        _check_search_args(k, pool, anchor_fraction, anchor_weight)
         q = self._query_vector(query)
         width = int(k) * (int(pool) if anchors else 1)
         with self._read() as conn:
@@ -483,10 +561,7 @@ class MemoryStore:
         anchor_weight: float = 0.1,
     ) -> list[list[Hit]]:
         """:meth:`search` for many queries at once (one GEMM, one snapshot); same results as one by one."""
-        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-            raise ValueError(f"k must be a positive integer, got {k!r}")
-        if isinstance(pool, bool) or not isinstance(pool, (int, np.integer)) or pool < 1:
-            raise ValueError(f"pool must be a positive integer, got {pool!r}")
+        _check_search_args(k, pool, anchor_fraction, anchor_weight)
         if self.backend != "numpy":
             return [
                 self.search(
@@ -597,6 +672,11 @@ class MemoryStore:
                 random_state=random_state,
                 **kwargs,
             )
+            if result.removed_ids or result.changed_ids:  # readers reload their vector copy in full
+                conn.execute(
+                    "INSERT INTO meta (key, value) VALUES ('generation', '1') ON CONFLICT (key) DO UPDATE "
+                    "SET value = CAST(value AS INTEGER) + 1"
+                )
             for i in result.removed_ids:
                 conn.execute("DELETE FROM nodes WHERE id = ?", (i,))
             out = result.nodes

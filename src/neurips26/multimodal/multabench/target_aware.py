@@ -179,7 +179,11 @@ class TargetAwareTextEncoder(TransformerMixin, BaseEstimator):
     ----------
     n_components : PCA components per text column (30).
     task : "classification", "regression" or "auto" (regression when y is float with more than 20 values).
-    n_bins : quantile bins of a regression target (20).
+    n_bins : quantile bins of a regression target, or ``"auto"`` (default): ``clip(n_tune // 50, 2, 20)`` with
+        ``n_tune`` the rows the encoder is tuned on (the training rows less the validation share), so each bin
+        (a class of the tuning head) holds about 50 rows. The paper's 20 bins are what ``"auto"`` gives from
+        1,000 tuning rows on; at a few hundred rows 20 bins leave about 15 rows per class, the head overfits from
+        the first epoch and early stopping keeps an untuned encoder (pass ``n_bins=20`` for the paper's value).
     tuned_layers : how many of MiniLM's 6 layers, counted from the top, get LoRA adapters (paper: last 3 of 12).
     lora_r, lora_alpha, lora_dropout : LoRA settings (16, 32, 0.1).
     epochs, patience : at most ``epochs`` passes; stop after ``patience`` epochs without a lower validation loss.
@@ -195,7 +199,7 @@ class TargetAwareTextEncoder(TransformerMixin, BaseEstimator):
         n_components: int = 30,
         *,
         task: str = "auto",
-        n_bins: int = 20,
+        n_bins: int | str = "auto",
         tuned_layers: int = 2,
         lora_r: int = 16,
         lora_alpha: float = 32.0,
@@ -241,7 +245,8 @@ class TargetAwareTextEncoder(TransformerMixin, BaseEstimator):
                 raise ValueError(f"{name} must be an integer {rng}, got {v!r}")
 
         integer("n_components", 1)
-        integer("n_bins", 2)
+        if not (isinstance(self.n_bins, str) and self.n_bins == "auto"):
+            integer("n_bins", 2)
         integer("tuned_layers", 1, 6)
         integer("lora_r", 1)
         integer("epochs", 1)
@@ -277,7 +282,12 @@ class TargetAwareTextEncoder(TransformerMixin, BaseEstimator):
             if not np.all(np.isfinite(y)):
                 raise ValueError("y must be finite")
             # quantile bin edges from the training rows only; transform never sees y
-            edges = np.unique(np.quantile(y, np.linspace(0, 1, self.n_bins + 1)[1:-1]))
+            n_bins = self.n_bins
+            if n_bins == "auto":
+                n_tune = len(y) - int(round(self.validation_fraction * len(y)))
+                n_bins = int(np.clip(n_tune // 50, 2, 20))
+            self.n_bins_ = n_bins
+            edges = np.unique(np.quantile(y, np.linspace(0, 1, n_bins + 1)[1:-1]))
             self.bin_edges_ = edges
             return np.searchsorted(edges, y, side="right")
         self.classes_ = np.unique(y)
@@ -296,6 +306,9 @@ class TargetAwareTextEncoder(TransformerMixin, BaseEstimator):
             y = np.asarray(y)
             if y.ndim != 1 or len(y) != len(frame):
                 raise ValueError(f"y must be 1-D with one label per row ({len(frame)}), got shape {y.shape}")
+            missing = int(np.count_nonzero(pd.isna(y)))
+            if missing:  # a NaN label would otherwise become a class of its own
+                raise ValueError(f"y must be finite: it holds {missing} NaN / missing label(s)")
         n_rows = len(frame)
         if self.n_components > n_rows:
             raise ValueError(f"n_components ({self.n_components}) must be <= the number of rows ({n_rows})")
