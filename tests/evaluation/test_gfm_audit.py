@@ -341,6 +341,172 @@ def test_auditor_bad_tables():
     assert empty.keys.empty and empty.disagreements.empty
 
 
+def _rows(*rows):
+    cols = ["paper", "model", "benchmark", "metric", "value", "eval_strategy", "provenance"]
+    return pd.DataFrame([dict(zip(cols, r, strict=True)) for r in rows])
+
+
+@pytest.mark.parametrize(
+    "table, dropped",
+    [
+        (_rows(("p1", "Random init ViT-B", "EuroSAT", "acc", 50, "linear", "rerun")), {"baseline_rows": 1}),
+        (_rows(("p1", "M1", "EuroSAT", "acc", "n/a", "linear", "rerun")), {"rows_without_value": 1}),
+        (_rows(("p1", "M1", "DOTA", "mAP", 40, "linear", "rerun")), {"detection_rows": 1}),
+        (_rows(("p1", "M1", "EuroSAT", "acc", 40, "linear", "copied")), {"copied_rows": 1}),
+        (
+            pd.DataFrame(
+                {c: pd.Series([], dtype="string") for c in ["paper", "model", "benchmark", "metric", "value"]}
+            ),
+            {},
+        ),
+    ],
+)
+def test_audit_of_a_table_whose_rows_are_all_filtered_is_empty(table, dropped):
+    for key in ("strict", "loose"):
+        rep = ResultsAuditor(key).audit(table)
+        assert rep.keys.empty and rep.disagreements.empty and rep.count_at(10) == 0
+        for name, n in dropped.items():
+            assert rep.dropped[name] == n
+
+
+def test_self_supervised_models_are_not_baselines():
+    a = ResultsAuditor()
+    for name in [
+        "DINO-MC (self-supervised)",
+        "Self_Supervised ViT",
+        "semi-supervised MAE",
+        "unsupervised X",
+        "GFM-03",
+    ]:
+        assert not a.is_baseline(name), name
+    for name in [
+        "Supervised ViT-B",
+        "ImageNet-supervised ResNet-50",
+        "fully-supervised ResNet",
+        "Random init ViT-B",
+        "Random_init_ViT-B",
+        "RANDOMINIT",
+        "RandomForest",
+        "SVM",
+        "k-NN",
+    ]:
+        assert a.is_baseline(name), name
+    rep = a.audit(
+        _rows(
+            ("p1", "DINO-MC (self-supervised)", "EuroSAT", "acc", 90, "fine-tuning", "rerun"),
+            ("p2", "DINO-MC (self-supervised)", "Euro-SAT", "OA", 70, "Full FT", "rerun"),
+            ("p1", "Supervised ViT-B", "EuroSAT", "acc", 80, "fine-tuning", "rerun"),
+            ("p2", "Supervised ViT-B", "EuroSAT", "acc", 60, "fine-tuning", "rerun"),
+        )
+    )
+    assert rep.dropped["baseline_rows"] == 2
+    assert list(rep.disagreements["model"]) == ["DINO-MC (self-supervised)"]
+    assert rep.disagreements.loc[0, "spread"] == pytest.approx(20.0)
+
+
+def test_unlisted_names_differing_in_case_or_punctuation_are_one_name():
+    table = _rows(
+        ("p1", "Prithvi", "So2Sat", "OA", 61.2, "linear probe", "rerun"),
+        ("p2", "prithvi", "so2sat", "acc", 48.0, "frozen encoder", "rerun"),
+        ("p3", "PRITHVI", "SO2SAT dataset", "acc", 55.0, "LP", "rerun"),
+        ("p1", "SatMAE", "EuroSAT", "acc", 90.0, "linear", "rerun"),
+        ("p3", "Sat-MAE", "eurosat", "acc", 80.0, "linear", "rerun"),
+    )
+    rep = ResultsAuditor().audit(table)
+    got = {(k.model, k.benchmark): (k.n_papers, k.spread) for k in rep.keys.itertuples()}
+    # the most frequent spelling wins (ties: the shortest, then alphabetical); a table's canonical name always
+    assert got.keys() == {("PRITHVI", "So2Sat"), ("SatMAE", "EuroSAT")}
+    assert got[("PRITHVI", "So2Sat")][0] == 3
+    assert got[("PRITHVI", "So2Sat")][1] == pytest.approx(61.2 - 48.0)
+    assert got[("SatMAE", "EuroSAT")][1] == pytest.approx(10.0)
+    # as typed: the 13-point disagreement is split over three single-paper keys
+    assert ResultsAuditor(fold_unlisted=False).audit(table).keys.empty
+    # the fold never merges different names
+    assert (
+        len(
+            ResultsAuditor()
+            .audit(
+                _rows(
+                    ("p1", "M1", "fMoW", "acc", 60.0, "linear", "rerun"),
+                    ("p2", "M1", "fMoW-Sentinel", "acc", 80.0, "linear", "rerun"),
+                )
+            )
+            .keys
+        )
+        == 0
+    )
+
+
+def test_fold_spellings():
+    from neurips26.evaluation.gfm_audit.audit import fold_spellings
+
+    out = fold_spellings(
+        ["so2sat", "So2Sat", "so2sat", "SO2SAT dataset", "fMoW", "fmow-sentinel"], preferred=["FMOW"]
+    )
+    assert out == {
+        "so2sat": "so2sat",
+        "So2Sat": "so2sat",
+        "SO2SAT dataset": "so2sat",
+        "fMoW": "FMOW",
+        "fmow-sentinel": "fmow-sentinel",
+    }
+
+
+def test_concentration_and_uniqueness_fold_unlisted_spellings():
+    per_paper = {
+        "p1": ["So2Sat", "EuroSAT"],
+        "p2": ["so2sat", "Euro-SAT"],
+        "p3": ["SO2SAT dataset", "BigEarthNet"],
+    }
+    c = benchmark_concentration(per_paper, n_boot=0)
+    assert c.n_benchmarks == 3 and c.n_evaluations == 6
+    assert sorted(c.counts.values()) == [1, 2, 3] and c.counts["EuroSAT"] == 2
+    assert benchmark_concentration(per_paper, n_boot=0, fold_unlisted=False).n_benchmarks == 5
+    # categories give the preferred spelling and no phantom zero category
+    c2 = benchmark_concentration(
+        per_paper, n_boot=0, categories=["So2Sat", "EuroSAT", "BigEarthNet", "UCMerced"]
+    )
+    assert c2.counts == {"BigEarthNet": 1, "EuroSAT": 2, "So2Sat": 3, "UCMerced": 0}
+    pre = {
+        "a": ["SSL4EO-S12", "MillionAID"],
+        "b": ["ssl4eo_s12", "Million-AID"],
+        "c": ["SeCo", "EUROSAT"],  # a mis-listed downstream benchmark in another spelling
+        "d": ["seco dataset", "Sentinel-2"],
+        "f": ["Landsat 8 dataset", "SENTINEL_2 imagery"],  # sensors only: no pretraining data
+        "e": ["GeoPile"],
+    }
+    u = pretraining_uniqueness(pre, downstream_benchmarks=["Euro-SAT"])
+    assert u.n_with_data == 5 and u.unique == ["e"]
+    assert pretraining_uniqueness(pre, downstream_benchmarks=["Euro-SAT"], fold_unlisted=False).n_unique == 5
+
+
+def test_auditor_recovers_the_planted_truth_from_held_out_spellings_with_default_tables():
+    from neurips26.evaluation.gfm_audit.experiment import _respelled, _strict_scores
+
+    lit = synthetic_literature(n_papers=80, seed=5, noise_sd=0.0)
+    tables = dict(
+        model_aliases=AliasTable({f"GFM-{i:02d}": [f"GFM {i:02d}"] for i in range(30)}),
+        benchmark_aliases=AliasTable(lit.benchmark_aliases),
+    )
+    results, _, model_names, bench_names = _respelled(lit, 5, tables)
+    assert (results["model"] != lit.results["model"]).mean() > 0.5
+    sc = _strict_scores(lit, results, model_names, bench_names)
+    assert sc["found"] == lit.truth["strict"]
+    assert _strict_scores(lit, results, model_names, bench_names, fold_unlisted=False)["recall"] < 0.9
+
+
+def test_ranking_change_is_never_decided_by_a_float_tie():
+    from neurips26.evaluation.gfm_audit.experiment import _ranking_differs
+
+    a = np.array([80.0, 75.0, 75.0])
+    tie = np.array([0.1, 0.2, 0.3, 0.4, 0.5]) * 100
+    m1, m2 = tie.mean(), tie[::-1].mean()  # one value, summed in two orders
+    assert not _ranking_differs(a, np.array([80.0, 75.0, 75.0 + 1e-12]))
+    assert not _ranking_differs(np.array([80.0, m1, m2]), np.array([80.0, m2, m1]))
+    assert _ranking_differs(a, np.array([75.0, 80.0, 75.0]))  # a real swap
+    assert not _ranking_differs(a, np.array([81.0, 70.0, 72.0]))  # a tie broken either way is no change
+
+
 def test_pretraining_uniqueness_hand_made():
     table = AliasTable({"SSL4EO-S12": ["SSL4EO S12"], "MillionAID": ["Million-AID"]})
     pre = {

@@ -92,7 +92,11 @@ def test_o_falls_as_planted_bridge_evidence_is_removed():
             observability([compute_sketch(emb, np.ones((n, 2), bool), y, 2)], lam=1.0).o[0, 1, 0]
         )
     assert all(a > b for a, b in zip(values, values[1:]))
-    assert values[-1] == 0.0  # no bridge at all: consistency is unobservable
+    # no bridge at all: consistency is unobserved (k = 1/2), only the weak side-support term rho * a remains
+    rep = observability([compute_sketch(emb, obs, y, 2)], lam=1.0)
+    assert rep.bridge[0, 1, 1] == 0.0 and rep.consistency[0, 1, 1] == 0.5
+    n1 = 100  # class 1 still observes both modalities, apart
+    assert values[-1] == pytest.approx(0.3 * n1 / (n1 + 20) * 0.5 * rep.certainty[0, 1, 1], rel=1e-12)
 
 
 @settings(max_examples=25, deadline=None)
@@ -120,13 +124,90 @@ def test_federated_loop_fits_and_predicts_every_source(planted):
         np.testing.assert_allclose(p.sum(1), 1.0, atol=1e-5)
     acc = np.mean([np.mean(model.predict(s.views, i) == s.y) for i, s in enumerate(test)])
     assert acc > 0.3  # 10 classes: chance is 0.1
-    # consolidation: an untrusted target (j, c) falls back to the source's own prototype, absent here
-    o = model.observability_.o
-    trusted = (o >= model.theta).any(0)  # (j, c): some modality trusts the global prototype of (j, c)
-    T4 = model.transfer_[4].numpy()  # source 4 observes m0 only, so it has no prototype of its own for m1, m2
-    assert np.all(T4[0, 1:][~trusted[1:]] == 0)
-    np.testing.assert_allclose(T4[0, 1:][trusted[1:]], o[0, 1:][trusted[1:]])
     assert model.sketches_[0].counts.sum() == 3 * len(train[0].y)  # source 0 observes all 3 modalities
+
+
+def _tiny_federation(seed=0):
+    """Three sources, two modalities, two classes: A and C observe m0 and m1, B observes m0 only."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for name, shift, both in (("A", 0.0, True), ("B", 0.3, False), ("C", 1.5, True)):
+        y = np.repeat([0, 1], 12)
+        views = {"m0": (rng.normal(size=(24, 3)) + y[:, None] + shift).astype(np.float32)}
+        if both:
+            views["m1"] = (rng.normal(size=(24, 2)) - y[:, None] + shift).astype(np.float32)
+        out.append(Source(views, y, name=name))
+    return out
+
+
+def _by_hand(model, sources):
+    """Per-source embeddings of the fitted encoders, and the global / per-source (m1, c) prototypes."""
+    import torch
+
+    emb = {}
+    with torch.no_grad():
+        for s in sources:
+            emb[s.name] = {
+                m: model.net_.encoders[i](torch.as_tensor(s.views[m])).numpy()
+                for i, m in enumerate(model.modalities_)
+                if m in s.views
+            }
+    own = {s.name: [emb[s.name]["m1"][s.y == c].mean(0) for c in (0, 1)] for s in sources if "m1" in s.views}
+    glob = [
+        np.concatenate([emb[s.name]["m1"][s.y == c] for s in sources if "m1" in s.views]).mean(0)
+        for c in (0, 1)
+    ]
+    return emb, own, glob
+
+
+@pytest.mark.parametrize("theta", [0.0, 1.0])
+def test_consolidation_by_hand_on_a_tiny_federation(theta):
+    sources = _tiny_federation()
+    model = ObsAlign(theta=theta, rounds=2, d=4, hidden=8, random_state=0).fit(sources)
+    o = model.observability_.o
+    assert 0 < o[0, 1].min() and o[0, 1].max() < 1  # off-diagonal observability is never 1
+    emb, own, glob = _by_hand(model, sources)
+    TB = model.transfer_[1].numpy()  # source B never observes m1
+    if theta == 1.0:
+        # nothing reaches theta = 1: B receives no transfer into m1, A and C impute from their own prototypes
+        assert not model.consolidated_.any()
+        assert np.all(TB[:, 1] == 0)
+        for i, name in ((0, "A"), (2, "C")):
+            for c in (0, 1):
+                np.testing.assert_allclose(model.protos_[i][0, 1, c].numpy(), own[name][c], atol=1e-5)
+    else:
+        # everything is consolidated: B imputes m1 from the pooled (A and C) prototype, weighted by o
+        assert model.consolidated_[0, 1].all() and model.consolidated_[1, 0].all()
+        np.testing.assert_allclose(TB[0, 1], o[0, 1], rtol=1e-6)
+        for c in (0, 1):
+            np.testing.assert_allclose(model.protos_[1][0, 1, c].numpy(), glob[c], atol=1e-5)
+    assert np.all(TB[[0, 1], [0, 1]] == 0)  # never a transfer on the diagonal
+    # B's prediction by hand: observed mean plus the gated, posterior-weighted prototype of m1
+    import torch
+
+    with torch.no_grad():
+        f0 = emb["B"]["m0"]
+        clf = model.net_.classifier
+        logits = clf(torch.as_tensor(f0)).numpy()
+        post = np.exp(logits - logits.max(1, keepdims=True))
+        post /= post.sum(1, keepdims=True)
+        w = post @ TB[0, 1]  # (n,)
+        imputed = sum(post[:, [c]] * TB[0, 1, c] * model.protos_[1][0, 1, c].numpy() for c in (0, 1))
+        z = (f0 + imputed) / (1 + w[:, None])
+        expected = torch.softmax(clf(torch.as_tensor(z, dtype=torch.float32)), 1).numpy()
+    np.testing.assert_allclose(model.predict_proba(sources[1].views, 1), expected, atol=1e-5)
+
+
+def test_theta_changes_what_is_transferred(planted):
+    train, test = planted
+    kw = dict(rounds=2, random_state=0)
+    low, high = ObsAlign(theta=0.0, **kw).fit(train), ObsAlign(theta=1.0, **kw).fit(train)
+    assert low.consolidated_.sum() > 0 and high.consolidated_.sum() == 0
+    # source 4 observes m0 only: at theta = 1 it receives nothing into m1 and m2, at theta = 0 it does
+    assert float(high.transfer_[4][:, 1:].abs().max()) == 0.0
+    assert float(low.transfer_[4][0, 1:].abs().sum()) > 0
+    p_low, p_high = low.predict_proba(test[4].views, 4), high.predict_proba(test[4].views, 4)
+    assert np.abs(p_low - p_high).max() > 1e-3
 
 
 def test_uniform_and_no_alignment_baselines_gate_as_defined(planted):
@@ -137,6 +218,7 @@ def test_uniform_and_no_alignment_baselines_gate_as_defined(planted):
     assert float(none.transfer_[2].abs().max()) == 0.0
     # source 2 misses modality 2: under uniform transfer it imputes it from the global prototypes
     assert float(uni.transfer_[2][0, 2].max()) == 1.0
+    assert uni.consolidated_.sum() == 3 * 2 * 10  # every off-diagonal relation uses the global prototype
 
 
 def test_partially_missing_rows_and_bundled_views():
@@ -174,6 +256,12 @@ def test_bad_input_is_rejected(planted):
         model.predict(test[0].views, source=9)
     with pytest.raises(ValueError, match="mismatched modality sets"):
         model.predict({"m7": np.zeros((2, 12))}, 0)
+    inf_views = {k: v.copy() for k, v in train[0].views.items()}
+    inf_views["m1"][:, 0] = np.inf
+    with pytest.raises(ValueError, match="view 'm1' holds infinite"):
+        ObsAlign(rounds=1).fit([Source(inf_views, train[0].y)])
+    with pytest.raises(ValueError, match="theta"):
+        ObsAlign(theta=float("nan")).fit(train)
 
 
 def test_sketch_and_observability_reject_bad_input():

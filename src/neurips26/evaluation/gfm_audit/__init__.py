@@ -11,7 +11,9 @@ Two tools for a practitioner:
 **The auditor** (:class:`ResultsAuditor`) reads any results table (a DataFrame or CSV: ``paper, model,
 benchmark, metric, value`` and optionally ``eval_strategy, train_regime, train_samples, provenance``):
 
-- aliases canonicalised through explicit :class:`AliasTable` s; evaluation strategies normalised to
+- aliases canonicalised through explicit :class:`AliasTable` s, and names outside the tables that differ only in
+  case, spaces, punctuation or a trailing "dataset" folded into one (``So2Sat`` / ``so2sat``; the same in
+  :func:`benchmark_concentration` and :func:`pretraining_uniqueness`); evaluation strategies normalised to
   {finetune, linear, knn, zeroshot, fewshot, other, unknown} (:func:`normalize_protocol`; unknown strings never
   crash, they map to "unknown"); 0-1 metric values of percentage metrics rescaled to points;
 - strict key (model, benchmark, metric, eval strategy, train regime), loose key (model, benchmark, metric);

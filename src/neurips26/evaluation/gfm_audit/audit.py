@@ -47,15 +47,18 @@ _PROTOCOL_PATTERNS: tuple[tuple[str, str], ...] = (
     ("other", r"\b(adapter|lora|prompt|peft|partial)\b"),
 )
 
+# word edges are written as "no letter/digit around" rather than \b, so that snake_case ("Random_init_ViT") and
+# joined spellings ("RandomInit") are caught too
 DEFAULT_BASELINE_PATTERNS = (
-    r"\brandom\b",
+    r"(?<![a-z0-9])random(?:[\s_-]*init\w*)?(?![a-z])",
     r"scratch",
     r"imagenet",
-    r"supervised",
-    r"\brf\b|random[\s_-]*forest",
+    # supervised baselines, not self-, semi- or weakly supervised (nor unsupervised) foundation models
+    r"(?<![a-z])(?<!self[\s_-])(?<!semi[\s_-])(?<!weakly[\s_-])supervised",
+    r"(?<![a-z0-9])rf(?![a-z0-9])|random[\s_-]*forest",
     r"xgboost|lightgbm",
-    r"\bsvm\b",
-    r"\bknn\b|k[\s_-]*nn",
+    r"(?<![a-z0-9])svm(?![a-z0-9])",
+    r"(?<![a-z0-9])k[\s_-]*nn(?![a-z0-9])",
 )
 PERCENT_METRICS = ("acc", "accuracy", "oa", "f1", "miou", "iou", "map", "precision", "recall", "kappa", "auc")
 
@@ -63,6 +66,42 @@ PERCENT_METRICS = ("acc", "accuracy", "oa", "f1", "miou", "iou", "map", "precisi
 def _slug(name: str) -> str:
     """Lower case, punctuation and spaces removed: the comparison form of a name."""
     return re.sub(r"[^a-z0-9+]", "", name.lower())
+
+
+def _fold_key(name: str) -> str:
+    """Comparison form of a name outside the alias tables: case, spaces and punctuation ignored, and a trailing
+    "dataset" / "data set" dropped ("So2Sat", "so2sat", "SO2SAT dataset" are one name)."""
+    key = _slug(name)
+    if key.endswith("dataset") and len(key) > len("dataset"):
+        key = key[: -len("dataset")]
+    return key
+
+
+def fold_spellings(names: Iterable[str], preferred: Iterable[str] = ()) -> dict[str, str]:
+    """Map every spelling in ``names`` to one representative of its class of spellings that differ only in case,
+    spaces, punctuation or a trailing "dataset".
+
+    The representative is a ``preferred`` name of that class when there is one (e.g. an alias table's canonical
+    names; preferred names are never merged with each other), else the most frequent spelling in ``names``,
+    ties broken by length, then alphabetically. Returns ``{spelling: representative}``.
+    """
+    counts: dict[str, int] = {}
+    for n in names:
+        if isinstance(n, str):
+            counts[n] = counts.get(n, 0) + 1
+    pref = sorted({p for p in preferred if isinstance(p, str)})
+    pref_by_key: dict[str, str] = {}
+    for p in pref:
+        pref_by_key.setdefault(_fold_key(p), p)
+    groups: dict[str, list[str]] = {}
+    for n in counts:
+        groups.setdefault(_fold_key(n), []).append(n)
+    out: dict[str, str] = {}
+    for key, members in groups.items():
+        rep = pref_by_key.get(key) or min(members, key=lambda m: (-counts[m], len(m), m))
+        for m in members:
+            out[m] = m if m in pref else rep
+    return out
 
 
 def normalize_protocol(text: Any) -> str:
@@ -84,8 +123,9 @@ def normalize_protocol(text: Any) -> str:
 class AliasTable:
     """Explicit alias table: ``canonical(name)`` returns the canonical spelling of a known alias.
 
-    ``aliases`` maps canonical name -> list of aliases; matching ignores case, spaces and punctuation. Names not
-    in the table are returned stripped (``strict=False``) or as None (``strict=True``).
+    ``aliases`` maps canonical name -> list of aliases; matching ignores case, spaces, punctuation and a trailing
+    "dataset". Names not in the table are returned stripped (``strict=False``) or as None (``strict=True``); the
+    auditor then folds unlisted spellings of one name together (:func:`fold_spellings`).
     """
 
     aliases: Mapping[str, Iterable[str]] = field(default_factory=dict)
@@ -111,12 +151,19 @@ class AliasTable:
         if not s:
             return None
         hit = self._lookup.get(_slug(s))
+        if hit is None:
+            hit = self._lookup.get(_fold_key(s))  # "DOTA-v1.0 dataset" is the listed "DOTA-v1.0"
         if hit is not None:
             return hit
         return None if self.strict else s
 
     def __contains__(self, name: str) -> bool:
         return _slug(str(name)) in self._lookup
+
+    @property
+    def canonical_names(self) -> list[str]:
+        """The table's canonical spellings."""
+        return sorted(set(self._lookup.values()))
 
 
 DEFAULT_BENCHMARK_ALIASES = AliasTable(
@@ -203,6 +250,9 @@ class ResultsAuditor:
         scratch, ImageNet-supervised, RF/XGBoost/SVM/kNN...). ``()`` keeps every model.
     drop_detection : drop mAP rows on DOTA/DIOR (detection numbers are not comparable across heads).
     full_regime_only : count only full-training-regime keys (strict key).
+    fold_unlisted : names outside the alias tables that differ only in case, spaces, punctuation or a trailing
+        "dataset" are one name (:func:`fold_spellings`; the alias tables' canonical spellings win, else the most
+        frequent spelling in the table). ``False`` compares them as typed.
     """
 
     def __init__(
@@ -216,6 +266,7 @@ class ResultsAuditor:
         baseline_patterns: Iterable[str] = DEFAULT_BASELINE_PATTERNS,
         drop_detection: bool = True,
         full_regime_only: bool = True,
+        fold_unlisted: bool = True,
     ) -> None:
         if key not in ("strict", "loose"):
             raise ValueError(f"key must be 'strict' or 'loose', got {key!r}")
@@ -233,6 +284,8 @@ class ResultsAuditor:
         self.key = key
         self.threshold = float(threshold)
         self.min_papers = min_papers
+        if isinstance(baseline_patterns, str):
+            raise TypeError("baseline_patterns must be an iterable of regular expressions, not one string")
         self.model_aliases = model_aliases or AliasTable()
         self.benchmark_aliases = benchmark_aliases or DEFAULT_BENCHMARK_ALIASES
         self.metric_aliases = metric_aliases or DEFAULT_METRIC_ALIASES
@@ -240,6 +293,7 @@ class ResultsAuditor:
         self._baseline_re = [re.compile(p, re.IGNORECASE) for p in self.baseline_patterns]
         self.drop_detection = bool(drop_detection)
         self.full_regime_only = bool(full_regime_only)
+        self.fold_unlisted = bool(fold_unlisted)
 
     @property
     def key_columns(self) -> list[str]:
@@ -288,8 +342,12 @@ class ResultsAuditor:
         ).astype(bool)
         df = df[keep]
         df = df.copy()
+        if self.fold_unlisted:
+            for col, table in (("model", self.model_aliases), ("benchmark", self.benchmark_aliases)):
+                fold = fold_spellings(df[col], preferred=table.canonical_names)
+                df[col] = df[col].map(fold).astype(object)
         # percentage scale: a 0-1 value of a percentage metric is a fraction
-        pct = df["metric"].map(lambda m: any(m.startswith(p) for p in PERCENT_METRICS)).astype(bool)
+        pct = np.array([any(m.startswith(p) for p in PERCENT_METRICS) for m in df["metric"]], dtype=bool)
         frac = pct & (df["value"].abs() <= 1.0)
         df.loc[frac, "value"] = df.loc[frac, "value"] * 100.0
         return df.reset_index(drop=True)
@@ -301,21 +359,25 @@ class ResultsAuditor:
         """Normalise, filter, group by the key and measure each key's spread."""
         df = self.normalize(table)
         dropped: dict[str, int] = {"rows_without_value": int(len(table) - len(df))}
-        base = df["model"].map(self.is_baseline).astype(bool)
+        # row masks as plain bool arrays: on an empty table pandas infers string dtypes that `&` rejects
+        base = np.array([self.is_baseline(m) for m in df["model"]], dtype=bool)
         dropped["baseline_rows"] = int(base.sum())
         df = df[~base]
         if self.drop_detection:
-            det = (
-                df["metric"].map(lambda m: m.startswith("map"))
-                & df["benchmark"].map(lambda b: _slug(b).startswith(("dota", "dior")))
-            ).astype(bool)
+            det = np.array(
+                [
+                    m.startswith("map") and _slug(b).startswith(("dota", "dior"))
+                    for m, b in zip(df["metric"], df["benchmark"], strict=True)
+                ],
+                dtype=bool,
+            )
             dropped["detection_rows"] = int(det.sum())
             df = df[~det]
-        copied = df["provenance"] == "copied"
+        copied = np.array([p == "copied" for p in df["provenance"]], dtype=bool)
         dropped["copied_rows"] = int(copied.sum())
         df = df[~copied]
         if self.key == "strict" and self.full_regime_only:
-            lim = df["train_regime"] != "full"
+            lim = np.array([r != "full" for r in df["train_regime"]], dtype=bool)
             dropped["non_full_regime_rows"] = int(lim.sum())
             df = df[~lim]
         df = df.reset_index(drop=True)
@@ -386,6 +448,9 @@ DEFAULT_SENSOR_TERMS = (
 )
 
 
+_SENSOR_SUFFIX = re.compile(r"[\s_-]*(dataset|data[\s_-]*set|data|imagery|images)$", re.IGNORECASE)
+
+
 @dataclass
 class Uniqueness:
     sets: dict[str, tuple[str, ...]]  # paper -> its canonical full pretraining set (papers with data only)
@@ -402,13 +467,17 @@ def pretraining_uniqueness(
     aliases: AliasTable | None = None,
     downstream_benchmarks: Iterable[str] = (),
     sensor_patterns: Iterable[str] = DEFAULT_SENSOR_TERMS,
+    fold_unlisted: bool = True,
 ) -> Uniqueness:
     """Which papers have a pretraining configuration no other paper shares.
 
     A paper's full set is its canonical, de-duplicated data-set names, skipping sensor-only entries
-    ("Sentinel-2", "Landsat 8") and downstream benchmarks mis-listed as pretraining data; papers with no entry
+    ("Sentinel-2", "Landsat 8", also with a trailing "dataset", "data" or "imagery") and downstream benchmarks mis-listed as pretraining data; papers with no entry
     left have no extractable pretraining data and are not counted. Two sets are identical when they hold the
-    same names (order ignored).
+    same names (order ignored). With ``fold_unlisted`` names outside ``aliases`` that differ only in case, spaces,
+    punctuation or a trailing "dataset" are one name (:func:`fold_spellings`), and a pretraining entry is a
+    mis-listed downstream benchmark when it folds to one of ``downstream_benchmarks`` or to its canonical name in
+    :data:`DEFAULT_BENCHMARK_ALIASES`.
     """
     if not isinstance(pretraining_per_paper, Mapping):
         raise TypeError("pretraining_per_paper must be a mapping paper -> data-set names")
@@ -416,9 +485,18 @@ def pretraining_uniqueness(
         raise TypeError(f"aliases must be an AliasTable, got {type(aliases).__name__}")
     table = aliases or AliasTable()
     sensors = [re.compile(p, re.IGNORECASE) for p in sensor_patterns]
-    down = {_slug(b) for b in downstream_benchmarks}
-    down |= {_slug(c) for b in downstream_benchmarks if (c := DEFAULT_BENCHMARK_ALIASES.canonical(b))}
-    sets: dict[str, tuple[str, ...]] = {}
+    if isinstance(downstream_benchmarks, str):
+        raise TypeError("downstream_benchmarks must be an iterable of names, not one string")
+    key = _fold_key if fold_unlisted else _slug
+    downstream = [b for b in downstream_benchmarks if isinstance(b, str) and b.strip()]
+    down = {key(b) for b in downstream}
+    down |= {key(c) for b in downstream if (c := DEFAULT_BENCHMARK_ALIASES.canonical(b))}
+
+    def is_downstream(raw: str, canon: str) -> bool:
+        bench = DEFAULT_BENCHMARK_ALIASES.canonical(raw)
+        return key(canon) in down or key(raw) in down or (bench is not None and key(bench) in down)
+
+    entries: dict[str, list[str]] = {}
     for paper, names in pretraining_per_paper.items():
         if isinstance(names, str):
             raise TypeError(f"pretraining data of paper {paper!r} must be a list of names, not a string")
@@ -426,14 +504,23 @@ def pretraining_uniqueness(
         for raw in names or ():
             if not isinstance(raw, str) or not raw.strip():
                 continue
-            if any(r.search(raw.strip()) for r in sensors):
+            bare = _SENSOR_SUFFIX.sub(
+                "", raw.strip()
+            )  # "Landsat 8 dataset", "Sentinel-2 imagery" name a sensor
+            if any(r.search(raw.strip()) or r.search(bare) for r in sensors):
                 continue
             c = table.canonical(raw)
-            if c is None or _slug(c) in down or _slug(raw) in down:
+            if c is None or is_downstream(raw, c):
                 continue
             out.append(c)
         if out:
-            sets[str(paper)] = tuple(sorted(set(out)))
+            entries[str(paper)] = out
+    fold = (
+        fold_spellings([n for v in entries.values() for n in v], preferred=table.canonical_names)
+        if fold_unlisted
+        else {}
+    )
+    sets = {p: tuple(sorted({fold.get(n, n) for n in v})) for p, v in entries.items()}
     counts: dict[tuple[str, ...], int] = {}
     for s in sets.values():
         counts[s] = counts.get(s, 0) + 1

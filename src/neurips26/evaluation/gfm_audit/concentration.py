@@ -23,6 +23,8 @@ from typing import Any
 
 import numpy as np
 
+from .audit import DEFAULT_BENCHMARK_ALIASES, AliasTable, fold_spellings
+
 
 def _counts(values: Iterable[float], name: str = "counts") -> np.ndarray:
     arr = np.asarray(list(values) if not isinstance(values, np.ndarray) else values, dtype=float).ravel()
@@ -198,6 +200,7 @@ def benchmark_concentration(
     level: float = 0.95,
     random_state: int | None = 0,
     method: str = "basic",
+    fold_unlisted: bool = True,
 ) -> Concentration:
     """Concentration of benchmark usage over papers.
 
@@ -205,26 +208,47 @@ def benchmark_concentration(
     ----------
     benchmarks_per_paper : paper id -> the downstream benchmarks it evaluates on (raw names; each canonical
         benchmark counts once per paper).
-    canonical : name -> canonical name (None drops the entry), e.g. ``AliasTable(...).canonical``.
+    canonical : name -> canonical name (None drops the entry), e.g. ``AliasTable(...).canonical``; default
+        ``DEFAULT_BENCHMARK_ALIASES.canonical`` (the common geospatial aliases, unlisted names stripped).
     categories : the full benchmark universe, when known; unused ones enter the Gini as zeros.
     n_boot, level, random_state, method : the paper-level bootstrap (``n_boot=0`` skips the intervals;
         ``method`` "basic" (default, bias-reflected) or "percentile").
+    fold_unlisted : after ``canonical``, names that differ only in case, spaces, punctuation or a trailing
+        "dataset" are one benchmark (``categories`` and the canonical names of an :class:`AliasTable` passed as
+        ``canonical=table.canonical`` are the preferred spellings); ``False`` counts them as typed.
     """
     if not isinstance(benchmarks_per_paper, Mapping) or len(benchmarks_per_paper) == 0:
         raise ValueError("benchmarks_per_paper must be a non-empty mapping paper -> benchmarks")
-    canon = canonical or (lambda s: s.strip() or None)
-    per_paper: list[frozenset[str]] = []
-    names: list[str] = []
+    if canonical is None:
+        canonical = DEFAULT_BENCHMARK_ALIASES.canonical
+    if not callable(canonical):
+        raise TypeError(
+            f"canonical must be a callable name -> canonical name, got {type(canonical).__name__}"
+        )
+    canon = canonical
+    if isinstance(categories, str):
+        raise TypeError("categories must be an iterable of benchmark names, not one string")
+    categories = [c for c in (categories or ()) if isinstance(c, str)]
+    raw: list[tuple[str, list[str]]] = []
     for paper, bms in benchmarks_per_paper.items():
         if isinstance(bms, str):
             raise TypeError(f"benchmarks of paper {paper!r} must be a list of names, not a string")
-        s = frozenset(c for b in bms if isinstance(b, str) and (c := canon(b)))
+        raw.append((str(paper), [c for b in bms if isinstance(b, str) and (c := canon(b))]))
+    fold: dict[str, str] = {}
+    if fold_unlisted:
+        table = getattr(canonical, "__self__", None)
+        preferred = list(categories) + (table.canonical_names if isinstance(table, AliasTable) else [])
+        fold = fold_spellings([c for _, v in raw for c in v] + list(categories), preferred=preferred)
+    per_paper: list[frozenset[str]] = []
+    names: list[str] = []
+    for paper, v in raw:
+        s = frozenset(fold.get(c, c) for c in v)
         if s:
             per_paper.append(s)
-            names.append(str(paper))
+            names.append(paper)
     if not per_paper:
         raise ValueError("benchmarks_per_paper holds no benchmark name")
-    universe = sorted(set().union(*per_paper) | set(categories or ()))
+    universe = sorted(set().union(*per_paper) | {fold.get(c, c) for c in categories})
     index = {b: i for i, b in enumerate(universe)}
 
     incidence = np.zeros((len(per_paper), len(universe)))

@@ -40,7 +40,13 @@ from .harness import (
     fixed_split,
     synthetic_eo_benchmark,
 )
-from .literature import PRETRAINING_CORPORA, benchmark_incidence, synthetic_literature, zipf_inclusion
+from .literature import (
+    BASELINES,
+    PRETRAINING_CORPORA,
+    benchmark_incidence,
+    synthetic_literature,
+    zipf_inclusion,
+)
 
 BENCHMARKS = {
     "SynEuroSAT": dict(noise=0.5, mixing=0.5, texture=0.3, spectral_separation=0.6, task_seed=11),
@@ -55,36 +61,122 @@ CORPORA = {
 PROTOCOL_TEXT = {"linear": "linear probing", "knn": "kNN", "finetune": "fine-tuning (MLP head)"}
 
 
+_RESPELL = (
+    str.lower,
+    str.upper,
+    str.title,
+    lambda s: s.replace("-", " "),
+    lambda s: s.replace("-", "_").replace(" ", "_"),
+    lambda s: s.replace("-", "").replace(" ", ""),
+    lambda s: s + " dataset",
+)
+
+
+def respell(name: str, rng: np.random.Generator, rate: float = 0.7, dataset_suffix: bool = False) -> str:
+    """A typographic variant the generator never writes (case, separators; for data sets a trailing "dataset"),
+    with probability ``rate``; the alias tables list none of them."""
+    if not isinstance(name, str) or rng.random() >= rate:
+        return name
+    ops = _RESPELL if dataset_suffix and not name.lower().endswith("dataset") else _RESPELL[:-1]
+    return ops[int(rng.integers(len(ops)))](name)
+
+
+def _respelled(
+    lit, seed: int, tables: dict, rate: float = 0.7
+) -> tuple[pd.DataFrame, pd.DataFrame, dict, dict]:
+    """The literature's results and records with held-out spellings of every model, benchmark and data set, and
+    each new spelling's true canonical name (through the generator's own tables: the evaluation's oracle)."""
+    rng = np.random.default_rng([seed, 53])
+    results = lit.results.copy()
+    results["model"] = [respell(m, rng, rate) for m in results["model"]]
+    results["benchmark"] = [respell(b, rng, rate, dataset_suffix=True) for b in results["benchmark"]]
+    records = lit.records.copy()
+    records["downstream"] = [
+        [respell(b, rng, rate, dataset_suffix=True) for b in v] for v in records["downstream"]
+    ]
+    records["pretraining"] = [
+        [respell(b, rng, rate, dataset_suffix=True) for b in v] for v in records["pretraining"]
+    ]
+    truth_names = {}
+    models = AliasTable({**tables["model_aliases"].aliases, **{b: [b.replace("-", " ")] for b in BASELINES}})
+    for col, table in (("model", models), ("benchmark", tables["benchmark_aliases"])):
+        pairs = {(new, table.canonical(old)) for new, old in zip(results[col], lit.results[col], strict=True)}
+        names: dict[str, str] = {}
+        for new, canon in sorted(pairs):
+            if names.setdefault(new, canon) != canon:
+                raise RuntimeError(f"respelling {new!r} is ambiguous")  # never: the generator's names differ
+        truth_names[col] = names
+    return results, records, truth_names["model"], truth_names["benchmark"]
+
+
+def _strict_scores(lit, results, model_names=None, bench_names=None, **tables) -> dict:
+    """Precision / recall of the strict auditor and the loose key's mixture recall, with the auditor's names
+    translated to the generator's canonical ones (``*_names``: spelling -> true name; identity when absent)."""
+    mn, bn = model_names or {}, bench_names or {}
+    strict = ResultsAuditor("strict", **tables).audit(results)
+    loose = ResultsAuditor("loose", **tables).audit(results)
+    found = {
+        (mn.get(r.model, r.model), bn.get(r.benchmark, r.benchmark), r.metric, r.eval_strategy)
+        for r in strict.disagreements.itertuples()
+    }
+    truth = lit.truth["strict"]
+    tp = len(found & truth)
+    loose_found = {
+        (mn.get(r.model, r.model), bn.get(r.benchmark, r.benchmark), r.metric)
+        for r in loose.disagreements.itertuples()
+    }
+    mixture = lit.truth["loose_only"]
+    surviving = {
+        (mn.get(r.model, r.model), bn.get(r.benchmark, r.benchmark), r.metric, r.eval_strategy)
+        for r in strict.keys.itertuples()
+    }
+    return {
+        "strict": strict,
+        "found": found,
+        "tp": tp,
+        "loose_found": loose_found,
+        "precision": tp / len(found) if found else 0.0,
+        "recall": tp / len(truth) if truth else 1.0,
+        "mixture_recall": (
+            len((loose_found - {k[:3] for k in found}) & mixture) / len(mixture) if mixture else 0.0
+        ),
+        "dup_left": len(surviving & lit.truth["duplicate"]),
+        "few_left": len(surviving & lit.truth["fewshot"]),
+    }
+
+
 def _part1(run: Run) -> None:
     seed = run.seed
     n_papers = run.param("n_papers", quick=150)
     lit = synthetic_literature(n_papers=n_papers, n_models=30, n_benchmarks=60, seed=seed)
-    models = AliasTable({f"GFM-{i:02d}": [f"GFM {i:02d}"] for i in range(30)})
-    bench_aliases = AliasTable(lit.benchmark_aliases)
-    strict = ResultsAuditor("strict", model_aliases=models, benchmark_aliases=bench_aliases).audit(
-        lit.results
+    # the generator's own alias tables (the old setting, reported only: canonicalisation is then given away)
+    gen_tables = dict(
+        model_aliases=AliasTable({f"GFM-{i:02d}": [f"GFM {i:02d}"] for i in range(30)}),
+        benchmark_aliases=AliasTable(lit.benchmark_aliases),
     )
-    loose = ResultsAuditor("loose", model_aliases=models, benchmark_aliases=bench_aliases).audit(lit.results)
-    found = {(r.model, r.benchmark, r.metric, r.eval_strategy) for r in strict.disagreements.itertuples()}
-    truth = lit.truth["strict"]
-    tp = len(found & truth)
-    precision = tp / len(found) if found else 0.0
-    recall = tp / len(truth) if truth else 1.0
-    loose_found = {(r.model, r.benchmark, r.metric) for r in loose.disagreements.itertuples()}
-    strict_loose = {k[:3] for k in found}
-    mixture = lit.truth["loose_only"]
-    mixture_recall = len((loose_found - strict_loose) & mixture) / len(mixture) if mixture else 0.0
-    surviving = {(r.model, r.benchmark, r.metric, r.eval_strategy) for r in strict.keys.itertuples()}
-    dup_left = len(surviving & lit.truth["duplicate"])
-    few_left = len(surviving & lit.truth["fewshot"])
+    given = _strict_scores(lit, lit.results, **gen_tables)
+    run.metric("strict_recall_generator_tables", given["recall"])
+    run.metric("strict_precision_generator_tables", given["precision"])
+    # what is checked: the auditor with the library's default tables (none for models) on held-out spellings
+    rate = run.param("respell_rate", 0.7)
+    results, records, model_names, bench_names = _respelled(lit, seed, gen_tables, rate)
+    run.metric(
+        "respelled_name_share",
+        float(np.mean([a != b for a, b in zip(results["benchmark"], lit.results["benchmark"], strict=True)])),
+    )
+    sc = _strict_scores(lit, results, model_names, bench_names)
+    unfolded = _strict_scores(lit, results, model_names, bench_names, fold_unlisted=False)
+    run.metric("strict_recall_respelled_unfolded", unfolded["recall"])
+    run.metric("strict_precision_respelled_unfolded", unfolded["precision"])
+    strict = sc["strict"]
     for name, v in {
         "rows_in_literature": len(lit.results),
-        "planted_strict_disagreements": len(truth),
-        "strict_flagged": len(found),
-        "strict_true_positives": tp,
+        "planted_strict_disagreements": len(lit.truth["strict"]),
+        "strict_flagged": len(sc["found"]),
+        "strict_true_positives": sc["tp"],
         "strict_keys_surviving": len(strict.keys),
-        "loose_flagged": len(loose_found),
-        "planted_mixture_keys": len(mixture),
+        "loose_flagged": len(sc["loose_found"]),
+        "planted_mixture_keys": len(lit.truth["loose_only"]),
         "planted_duplicate_keys": len(lit.truth["duplicate"]),
         "planted_fewshot_keys": len(lit.truth["fewshot"]),
         "strict_count_spread_ge_5": strict.count_at(5),
@@ -93,17 +185,22 @@ def _part1(run: Run) -> None:
         **{f"planted_{k}": v for k, v in lit.planted.items()},
     }.items():
         run.metric(name, v)
-    run.check("strict_precision", precision)
-    run.check("strict_recall", recall)
-    run.check("loose_flags_protocol_mixtures", mixture_recall)
-    run.check("duplicate_keys_surviving", dup_left)
-    run.check("fewshot_keys_surviving", few_left)
+    baseline_spellings = set(BASELINES) | {b.replace("-", " ") for b in BASELINES}
+    run.metric("baseline_rows_in_literature", int(lit.results["model"].isin(baseline_spellings).sum()))
+    run.check("strict_precision", sc["precision"])
+    run.check("strict_recall", sc["recall"])
+    run.check("loose_flags_protocol_mixtures", sc["mixture_recall"])
+    run.check("duplicate_keys_surviving", sc["dup_left"])
+    run.check("fewshot_keys_surviving", sc["few_left"])
 
     # --- concentration: this corpus, and calibration of the intervals over replicate corpora -------------------
-    per_paper = dict(zip(lit.records["paper"], lit.records["downstream"], strict=True))
-    conc = benchmark_concentration(
-        per_paper, canonical=bench_aliases.canonical, categories=lit.benchmarks, random_state=seed
-    )
+    per_paper = dict(zip(records["paper"], records["downstream"], strict=True))
+    conc = benchmark_concentration(per_paper, categories=lit.benchmarks, random_state=seed)
+    gen_canon = AliasTable(lit.benchmark_aliases).canonical
+    true_used = {gen_canon(b) for v in lit.records["downstream"] for b in v}
+    run.metric("n_distinct_benchmarks_planted", len(true_used))
+    unfolded_conc = benchmark_concentration(per_paper, n_boot=0, fold_unlisted=False)
+    run.metric("n_distinct_benchmarks_unfolded", unfolded_conc.n_benchmarks)
     closed = lit.closed_form()
     conc_rows = []
     for stat in ("gini", "hhi", "top3_share"):
@@ -123,6 +220,7 @@ def _part1(run: Run) -> None:
             }
         )
     run.metric("n_distinct_benchmarks", conc.n_benchmarks)
+    run.check("distinct_benchmarks_error", abs(conc.n_benchmarks - len(true_used)))
     run.metric("n_evaluations", conc.n_evaluations)
     run.metric("mean_overlap_with_top10", float(np.mean(list(conc.overlap_with_top10.values()))))
     n_rep = run.param("coverage_replicates", quick=200, full=1000)
@@ -158,12 +256,18 @@ def _part1(run: Run) -> None:
     run.check("top3_ci_coverage", hits[("basic", "top3_share")] / n_rep)
 
     # --- pretraining uniqueness and release --------------------------------------------------------------------
-    down = [a for b, al in lit.benchmark_aliases.items() for a in (b, *al)]
-    uniq = pretraining_uniqueness(
+    # the auditor's own knowledge only: default tables, the downstream names as the records list them
+    down = sorted({b for v in records["downstream"] for b in v})
+    pretraining = dict(zip(records["paper"], records["pretraining"], strict=True))
+    uniq = pretraining_uniqueness(pretraining, downstream_benchmarks=down)
+    uniq_unfolded = pretraining_uniqueness(pretraining, downstream_benchmarks=down, fold_unlisted=False)
+    run.metric("unique_pretraining_found_unfolded", uniq_unfolded.n_unique)
+    uniq_given = pretraining_uniqueness(
         dict(zip(lit.records["paper"], lit.records["pretraining"], strict=True)),
-        aliases=AliasTable(PRETRAINING_CORPORA),
-        downstream_benchmarks=down,
+        AliasTable(PRETRAINING_CORPORA),
+        downstream_benchmarks=[a for b, al in lit.benchmark_aliases.items() for a in (b, *al)],
     )
+    run.metric("unique_pretraining_found_generator_table", uniq_given.n_unique)
     run.metric("unique_pretraining_found", uniq.n_unique)
     run.metric("unique_pretraining_planted", lit.planted["unique_pretraining"])
     run.metric("papers_with_pretraining_found", uniq.n_with_data)
@@ -278,9 +382,7 @@ def _part2(run: Run) -> dict:
             ma = reruns[a][reruns[a]["benchmark"] == bench]["value"].to_numpy()
             mb = reruns[b][reruns[b]["benchmark"] == bench]["value"].to_numpy()
             rank_taus.append(float(kendalltau(ma, mb).statistic))
-            rank_changes += int(
-                not np.array_equal(np.argsort(-ma, kind="stable"), np.argsort(-mb, kind="stable"))
-            )
+            rank_changes += int(_ranking_differs(ma, mb))
             c, r_ = _significant_order_contradictions(reruns[a], reruns[b], bench)
             contradictions += c
             resolved += r_
@@ -336,6 +438,19 @@ def _part2(run: Run) -> dict:
         "means of the independent harness reruns.",
     )
     return {"spreads": spreads, "deltas": deltas, "cells": cells}
+
+
+# 5-seed means of accuracies in points: a float64 sum of 5 terms of size <= 100 errs by ~5 * 100 * 2.2e-16, so
+# two means closer than this tolerance are one value (a tie), never an order
+RANK_TIE_TOL = 1e-9
+
+
+def _ranking_differs(ma: np.ndarray, mb: np.ndarray, tol: float = RANK_TIE_TOL) -> bool:
+    """True when some backbone pair is ordered strictly oppositely (beyond ``tol`` points) by the two reruns; a pair
+    tied within ``tol`` in either rerun is no ranking change (a float tie cannot decide the literal check)."""
+    da = ma[:, None] - ma[None, :]
+    db = mb[:, None] - mb[None, :]
+    return bool(np.any((da > tol) & (db < -tol)))
 
 
 def _significant_order_contradictions(ra: pd.DataFrame, rb: pd.DataFrame, bench: str) -> tuple[int, int]:

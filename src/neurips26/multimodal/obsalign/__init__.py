@@ -12,8 +12,10 @@ sources barely support injects noise and negative transfer, so every use of r is
 3. **Gated alignment**: InfoNCE between paired modality embeddings, each sample weighted by ``o_(m, m', y)``.
 4. **Calibrated transfer**: a missing modality m' is imputed by class prototypes weighted by
    ``sum_c p(c | observed) o_(m, m', c)``; the posterior, never the label, gates it.
-5. **Consolidation**: relations with ``o_r >= theta`` use the global (count-weighted) prototype, the others stay
-   with the source's own; encoders and classifier are averaged FedAvg-style each round.
+5. **Consolidation**: a relation (m, m', c) with ``o_r >= theta`` imputes a missing m' from the global
+   (count-weighted) prototype of (m', c); a weaker one only from the source's own prototype, so a source that
+   never observes (m', c) receives nothing through it (at ``theta = 1`` nothing at all: off-diagonal o_r < 1);
+   encoders and classifier are averaged FedAvg-style each round.
 
 :class:`ObsAlign` runs the federated loop (rounds x local epochs) on a user's :class:`Source` list, with the
 baselines as options (``gate="uniform" | "bridge" | "none"``, ``local_only=True``).

@@ -43,15 +43,19 @@ class _Net(nn.Module):
         return torch.stack([enc(x) for enc, x in zip(self.encoders, xs)], dim=1)  # (n, K, d)
 
     def fuse(self, f, mask, protos, transfer):
-        """Observed mean plus gated prototype imputation of the missing modalities; returns (logits, z)."""
+        """Observed mean plus gated prototype imputation of the missing modalities; returns (logits, z).
+
+        ``transfer[k, j, c]`` weighs the imputation of a missing modality j from an observed k for class c and
+        ``protos[k, j, c]`` is the prototype of (j, c) that relation uses (global or the source's own).
+        """
         m = mask.float()
         n_obs = m.sum(1, keepdim=True)
         z_obs = (f * m[..., None]).sum(1) / n_obs
         post = F.softmax(self.classifier(z_obs), dim=1).detach()  # p(c | observed), never the label
-        gate = torch.einsum("nk,kjc->njc", m, transfer) / n_obs[..., None] * (1 - m)[..., None]
-        weight = torch.einsum("njc,nc->nj", gate, post)
-        imputed = torch.einsum("njc,nc,jcd->nd", gate, post, protos)
-        z = ((f * m[..., None]).sum(1) + imputed) / (n_obs + weight.sum(1, keepdim=True))
+        gate = torch.einsum("nk,kjc,nj->nkjc", m, transfer, 1 - m) / n_obs[..., None, None]
+        weight = torch.einsum("nkjc,nc->n", gate, post)
+        imputed = torch.einsum("nkjc,nc,kjcd->nd", gate, post, protos)
+        z = ((f * m[..., None]).sum(1) + imputed) / (n_obs + weight[:, None])
         return self.classifier(z), z
 
 
@@ -66,7 +70,10 @@ class ObsAlign:
     d, hidden : embedding and hidden width of the per-modality MLP encoders.
     rounds, local_epochs, batch_size, lr : the federated schedule (Adam, re-initialised each round).
     lambda_align, temperature : weight and temperature of the gated InfoNCE.
-    theta : consolidation threshold: relations with o_r >= theta use the global prototype, others the source's own.
+    theta : consolidation threshold: a relation (m, m', c) with o_r >= theta imputes a missing m' from the global
+        prototype of (m', c); a weaker one only from the source's own prototype, so at theta = 1 (o_r < 1 always)
+        nothing is transferred into a modality a source never observes. ``consolidated_`` (K, K, C) records
+        which relations use the global prototype after fitting.
     kappa_bridge, kappa_side, eta, lam, rho_side : observability constants (``lam=None``: median U).
     """
 
@@ -177,6 +184,8 @@ class ObsAlign:
             obs = ~np.isnan(v).all(1)
             if np.isnan(v[obs]).any():
                 raise ValueError(f"source {source.name!r}: view {m!r} mixes NaN into observed rows")
+            if np.isinf(v[obs]).any():
+                raise ValueError(f"source {source.name!r}: view {m!r} holds infinite values")
             xs.append(torch.as_tensor(np.where(obs[:, None], v, 0.0)))
             mask.append(obs)
         mask_t = torch.as_tensor(np.stack(mask, 1))
@@ -206,10 +215,11 @@ class ObsAlign:
             for xs, mask, y in data:
                 local = copy.deepcopy(net)
                 for _ in range(self.rounds * self.local_epochs):
-                    self._epoch(local, xs, mask, y, *self._no_transfer(), torch.zeros(K, K, C), None)
+                    self._epoch(local, xs, mask, y, *self._no_transfer(), torch.zeros(K, K, C))
                 self.nets_.append(local)
-            self.protos_ = [torch.zeros(K, C, self.d)] * len(data)
+            self.protos_ = [torch.zeros(K, K, C, self.d)] * len(data)
             self.transfer_ = [torch.zeros(K, K, C)] * len(data)
+            self.consolidated_ = np.zeros((K, K, C), bool)
             return self
         global_state = net.state_dict()
         self.history_ = []
@@ -236,7 +246,7 @@ class ObsAlign:
 
     def _no_transfer(self):
         K, C = len(self.modalities_), self.n_classes_
-        return torch.zeros(K, C, self.d), torch.zeros(K, K, C)
+        return torch.zeros(K, K, C, self.d), torch.zeros(K, K, C)
 
     @torch.no_grad()
     def _sketches(self, net: _Net, data) -> list[SourceSketch]:
@@ -267,25 +277,27 @@ class ObsAlign:
             m, j, c = self.align_only
             align = np.zeros((K, K, C))
             align[m, j, c] = align[j, m, c] = 1.0
+        # consolidation, per relation (m, j, c): a relation with o >= theta imputes j from the global
+        # (count-weighted) prototype of (j, c); a weaker one only from the source's own prototype, so a source that
+        # never observes (j, c) receives nothing through it. The diagonal (m = j) is never a transfer.
+        trusted = o >= self.theta if self.gate != "uniform" else np.ones((K, K, C), bool)
+        off_diagonal = ~np.eye(K, dtype=bool)[:, :, None]
         protos, transfer = [], []
         for s in sketches:
-            local = s.counts > 0
-            # consolidation: a well-observed target (j, c) uses the global prototype, a weak one stays local
-            use_global = (o >= self.theta) if self.gate != "uniform" else np.ones((K, K, C), bool)
-            g_any = use_global.any(0)  # (K=j, C): some observed m trusts the global prototype of (j, c)
-            P = np.where(g_any[..., None], global_protos, s.prototypes)
-            avail = np.where(g_any, has_global, local)  # (j, C)
-            T = np.where(avail[None, :, :], o, 0.0)
-            T[np.arange(K), np.arange(K)] = 0.0
+            local = s.counts > 0  # (j, C): the source has its own prototype of (j, c)
+            P = np.where(trusted[..., None], global_protos[None], s.prototypes[None])  # (K, K, C, d)
+            avail = np.where(trusted, has_global[None], local[None]) & off_diagonal
+            T = np.where(avail, o, 0.0)
             protos.append(torch.as_tensor(P, dtype=torch.float32))
             transfer.append(torch.as_tensor(T, dtype=torch.float32))
+        self.consolidated_ = trusted & off_diagonal
         return protos, transfer, torch.as_tensor(align, dtype=torch.float32)
 
     def _epochs(self, net, xs, mask, y, protos, transfer, align) -> None:
         for _ in range(self.local_epochs):
-            self._epoch(net, xs, mask, y, protos, transfer, align, None)
+            self._epoch(net, xs, mask, y, protos, transfer, align)
 
-    def _epoch(self, net, xs, mask, y, protos, transfer, align, _unused) -> None:
+    def _epoch(self, net, xs, mask, y, protos, transfer, align) -> None:
         opt = getattr(net, "_opt", None)
         if opt is None or not self.local_only:
             opt = torch.optim.Adam(net.parameters(), lr=self.lr)

@@ -8,7 +8,8 @@ Observability of a relation r = (m, m', c), from the pooled and per-source stati
 
     b_r = B_r / (B_r + kappa_b)                    B_r = sum_s n_s(mm')c         (bridge evidence)
     a_r = A_r / (A_r + kappa_a)                    A_r = min(sum_s n_smc, sum_s n_sm'c)   (side support)
-    k_r = clip((qbar_r + 1) / 2, 0, 1) * exp(-Var_s(q_s(mm')c) / eta)             (cross-modal consistency)
+    k_r = clip((qbar_r + 1) / 2, 0, 1) * exp(-Var_s(q_s(mm')c) / eta)             (cross-modal consistency;
+                                                     no co-observation: qbar_r = 0, Var = 0, so k_r = 1/2)
     u_r = exp(-(U_mc + U_m'c) / (2 lambda))        U_mc = sum_s w_s ||mu_smc - mubar_mc||^2 / d + vbar_mc / N_mc
     o_r = [b_r + (1 - b_r) rho_side a_r] * k_r * u_r   in [0, 1]
 """
@@ -145,8 +146,9 @@ def observability(
         qs = s.pair_cos / np.maximum(s.pair_counts, 1)
         var_q += s.pair_counts * (qs - qbar) ** 2
     var_q /= np.maximum(B, 1)
+    # with no co-observation (B_r = 0) qbar_r = 0 and Var = 0: no evidence either way, k_r = 1/2, so side support
+    # alone still gives the digest's weak trust rho_side * a_r * k_r * u_r
     consistency = np.clip((qbar + 1) / 2, 0, 1) * np.exp(-var_q / eta)
-    consistency = np.where(B > 0, consistency, 0.0)
     # prototype uncertainty: between-source dispersion + within-source variance / N
     mubar = pooled.sums / np.maximum(N, 1)[..., None]
     disp = np.zeros((K, C))
