@@ -128,7 +128,9 @@ def test_odd_depth_has_its_pole_at_the_origin():
     re-implementation's small init (the experiment records it)."""
     for mode in ("direct", "log"):
         assert continued_fraction(torch.zeros(1, 5), mode, eps=0.01).item() == pytest.approx(100.0)
-        assert abs(continued_fraction(torch.zeros(1, 4), mode, eps=0.01).item()) < 1e-20
+        assert (
+            abs(continued_fraction(torch.zeros(1, 4), mode, eps=0.01).item()) < 1e-12
+        )  # float32 floor 1.4e-14
 
 
 def test_continued_fraction_bad_input():
@@ -289,6 +291,160 @@ def test_blocks_train_in_the_stack_and_stay_causal(ffn, kwargs):
     data = TokenStream(torch.arange(600) % 11)
     res = train(model, data, TrainConfig(steps=60, batch_size=8, lr=1e-2), val=data)
     assert res.finite and res.val_loss < 1.0  # a period-11 sequence is learnable
+
+
+# --- any leading dimensions ------------------------------------------------------------------------------------
+@pytest.mark.parametrize("make", [lambda: Cffn(8, depth=5), lambda: GatedCFFN(8, depth=4, skip=True)])
+@pytest.mark.parametrize(
+    "shape", [(8,), (5, 8), (0, 8), (1, 2, 6, 8), (5, 2, 6, 8), (3, 2, 6, 8), (2, 1, 3, 2, 8)]
+)
+def test_blocks_accept_any_leading_dimensions(make, shape):
+    """Each row of (..., p) is mapped on its own: the result equals the block on the rows as one (1, N, p) batch."""
+    torch.manual_seed(0)
+    block = make()
+    x = torch.randn(*shape)
+    y = block(x)
+    assert y.shape == x.shape
+    expected = block(x.reshape(1, -1, 8)).reshape(shape)
+    torch.testing.assert_close(y, expected, rtol=1e-6, atol=1e-7)
+    if x.shape[0]:
+        row = block(x.reshape(-1, 8)[-1:].reshape(1, 1, 8)).reshape(8)
+        torch.testing.assert_close(y.reshape(-1, 8)[-1], row, rtol=1e-6, atol=1e-7)
+
+
+def test_blocks_input_validation_names_x():
+    with pytest.raises(TypeError, match="x must be a floating-point tensor"):
+        Cffn(8)(torch.zeros(2, 8, dtype=torch.long))
+    with pytest.raises(TypeError, match="x must be"):
+        GatedCFFN(8)([0.0] * 8)
+    with pytest.raises(ValueError, match="dim=8"):
+        Cffn(8)(torch.tensor(1.0))
+    with pytest.raises(ValueError, match="tail_offset"):
+        Cffn(8, tail_offset=float("nan"))
+    with pytest.raises(ValueError, match="tail_offset"):
+        GatedCFFN(8, tail_offset="1")
+
+
+# --- the last-denominator offset ---------------------------------------------------------------------------------
+def test_tail_offset_moves_the_odd_depth_pole_off_the_origin():
+    """a_d = u W_d + b: at u = 0 every fraction is [0, ..., 0, b] -> 1/b (odd depth) or b (even), off the guard;
+    the offset costs L p parameters."""
+    p, L = 8, 3
+    for d in (1, 4, 5):
+        block = Cffn(p, L, d, tail_offset=2.0)
+        out = block(torch.zeros(3, p))
+        f = 0.5 if d % 2 else 2.0
+        torch.testing.assert_close(out, (f * block.ladders.combine).sum(0).expand(3, p))
+        assert sum(t.numel() for t in block.parameters()) == 2 * p * p + L * p * d + 2 * L * p
+    plain = Cffn(p, L, 5)
+    assert torch.all(plain(torch.zeros(1, p)).abs() > 0)  # no offset: on the guard, |f| = 1 / eps = 100
+    torch.testing.assert_close(plain(torch.zeros(1, p)), (100.0 * plain.ladders.combine).sum(0)[None])
+
+
+def test_tail_offset_is_a_learnable_offset_of_the_last_denominator():
+    torch.manual_seed(1)
+    block = Cffn(4, 2, 3, tail_offset=1.0, grad="autograd")
+    with torch.no_grad():
+        block.ladders.tail.normal_()
+    x = torch.randn(5, 4, dtype=torch.float32)
+    u = torch.sigmoid(block.gate(x)) * x
+    w, b, v = block.ladders.weight, block.ladders.tail, block.ladders.combine
+    expected = block.linear(x)
+    for j in range(2):
+        for i in range(4):
+            rows = [
+                [float(u[n, i] * w[k, j, i]) + (float(b[j, i]) if k == 2 else 0.0) for k in range(3)]
+                for n in range(5)
+            ]
+            f = torch.tensor(
+                [
+                    literal_fraction(r)
+                    if abs(float(continuant(torch.tensor(r, dtype=torch.float64)))) >= 0.01
+                    else float("nan")
+                    for r in rows
+                ]
+            )
+            expected[:, i] = expected[:, i] + v[j, i] * f
+    got = block(x)
+    ok = torch.isfinite(expected)
+    torch.testing.assert_close(got[ok], expected[ok].to(got.dtype), rtol=1e-4, atol=1e-5)
+    (g,) = torch.autograd.grad(got.sum(), b)
+    assert torch.isfinite(g).all() and g.abs().sum() > 0
+
+
+# --- the log path's autograd gradient at a zero denominator -------------------------------------------------------
+def _exact_gradient(row):
+    """df/da_k = (-1)^k (K_{d-k} / K_d)^2 with continuants in exact rational arithmetic (fractions.Fraction)."""
+    from fractions import Fraction
+
+    a = [Fraction(x) for x in row]
+    d = len(a)
+    K = [Fraction(1), a[d - 1]]
+    for k in range(2, d + 1):
+        K.append(a[d - k] * K[k - 1] + K[k - 2])
+    return [float((-1) ** k * (K[d - k] / K[d]) ** 2) for k in range(1, d + 1)]
+
+
+def _exact_value(row):
+    """K_{d-1} / K_d in exact rational arithmetic (defined where a nested 1/0 is not)."""
+    from fractions import Fraction
+
+    a = [Fraction(x) for x in row]
+    d = len(a)
+    K = [Fraction(1), a[d - 1]]
+    for k in range(2, d + 1):
+        K.append(a[d - k] * K[k - 1] + K[k - 2])
+    return float(K[d - 1] / K[d])
+
+
+@pytest.mark.parametrize("mode", ["direct", "log", "log_ratio"])
+def test_autograd_gradient_at_a_zero_denominator_matches_the_closed_form(mode):
+    rows = [
+        [1.5, 2.0, -0.7, 0.0],  # last denominator exactly 0
+        [0.8, -1.3, 0.0, 2.2, 0.0],
+        [2.0, 0.0],
+        [1.1, 0.0, 1.7],  # an interior zero
+        [-0.6, 1.9, 1e-40, 1.2],  # below the log path's floor
+    ]
+    for row in rows:
+        a = torch.tensor([row], dtype=torch.float64, requires_grad=True)
+        (g,) = torch.autograd.grad(continued_fraction(a, mode, eps=1e-3, grad="autograd").sum(), a)
+        np.testing.assert_allclose(g[0].numpy(), _exact_gradient(row), rtol=1e-9, atol=1e-12)
+
+
+def test_log_autograd_gradient_matches_finite_differences_near_zero():
+    """Central differences of the exact fraction around a last denominator of 0 (float64, h = 1e-6)."""
+    row = [1.5, 2.0, -0.7, 0.0]
+    a = torch.tensor([row], dtype=torch.float64, requires_grad=True)
+    (g,) = torch.autograd.grad(continued_fraction(a, "log", eps=1e-3, grad="autograd").sum(), a)
+    h = 1e-6
+    for k in range(4):
+        up, down = list(row), list(row)
+        up[k] += h
+        down[k] -= h
+        fd = (_exact_value(up) - _exact_value(down)) / (2 * h)
+        assert g[0, k].item() == pytest.approx(fd, rel=1e-5, abs=1e-8)
+
+
+def test_log_autograd_gradient_at_zero_in_float32():
+    a = torch.tensor([[1.5, 2.0, -0.7, 0.0]], requires_grad=True)
+    (g,) = torch.autograd.grad(continued_fraction(a, "log", grad="autograd").sum(), a)
+    np.testing.assert_allclose(g[0].numpy(), _exact_gradient([1.5, 2.0, -0.7, 0.0]), rtol=1e-5, atol=1e-6)
+
+
+# --- the experiment's references --------------------------------------------------------------------------------
+def test_unigram_reference_and_ffn_ratios():
+    from neurips26.lm.cofrgenet.experiment import _ffn_ratios, _NoFFN, _unigram_loss
+
+    train_tokens = torch.tensor([0, 0, 0, 1])  # add-one counts: 4, 2, 1 over vocab 3
+    val = TokenStream(torch.tensor([0, 1, 2, 0, 1]))
+    got = _unigram_loss(train_tokens, val, vocab=3, context=2, max_tokens=4)
+    # targets of the two windows: [1, 2], [0, 1]
+    expected = -(np.log(2 / 7) + np.log(1 / 7) + np.log(4 / 7) + np.log(2 / 7)) / 4
+    assert got == pytest.approx(expected, rel=1e-12)
+    torch.manual_seed(0)
+    model = GPT(GPTConfig(vocab_size=5, context=8, n_layer=2, n_head=2, d_model=8), ffn=lambda c, i: _NoFFN())
+    assert _ffn_ratios(model, torch.randint(0, 5, (2, 8))) == [0.0, 0.0]
 
 
 @pytest.mark.experiment

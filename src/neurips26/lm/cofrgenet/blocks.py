@@ -1,6 +1,6 @@
 """Continued-fraction feed-forward blocks for the stack's FFN slot: CoFrGeNet's Cffn and the gated follow-up.
 
-Both map (B, T, p) -> (B, T, p) with every hidden width equal to the model width p (non-expanding). A *ladder*
+Both map (..., p) -> (..., p) (any leading dimensions) with every hidden width equal to the model width p (non-expanding). A *ladder*
 ``j`` holds weights ``W_j`` of shape (p, d): feature ``i`` of its input ``u`` gives the depth-d partial
 denominators ``a = u_i * W_j[i, :]``, i.e. p independent continued fractions per ladder. The L ladders are stacked
 in one (L, p, d) tensor, so the depth recursion is the only Python loop.
@@ -50,17 +50,45 @@ def _positive(name: str, value: Any) -> float:
     return float(value)
 
 
+def _finite(name: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ValueError(f"{name} must be a finite number or None, got {value!r}")
+    return float(value)
+
+
+def _check_input(x: Any, dim: int) -> None:
+    if not isinstance(x, torch.Tensor) or not x.dtype.is_floating_point:
+        raise TypeError(f"x must be a floating-point tensor, got {type(x).__name__}{getattr(x, 'dtype', '')}")
+    if x.ndim < 1 or x.shape[-1] != dim:
+        raise ValueError(f"x's last axis must be dim={dim}, got shape {tuple(x.shape)}")
+
+
 class _Ladders(nn.Module):
     """L ladders of p-variate depth-d continued fractions: ``z[..., j, i] = f(u_i * W[:, j, i])``, combined as
     ``sum_j v[j] * z[..., j, :]``. ``weight`` is stored depth first, (d, L, p), so each level is contiguous."""
 
     def __init__(
-        self, dim: int, num_ladders: int, depth: int, init_std: float, mode: str, grad: str, eps: float
+        self,
+        dim: int,
+        num_ladders: int,
+        depth: int,
+        init_std: float,
+        mode: str,
+        grad: str,
+        eps: float,
+        tail_offset: float | None = None,
     ) -> None:
         super().__init__()
         self.depth, self.mode, self.grad, self.eps = depth, mode, grad, eps
         self.weight = nn.Parameter(torch.randn(depth, num_ladders, dim) * init_std)
         self.combine = nn.Parameter(torch.randn(num_ladders, dim) * 0.02)
+        # optional learnable offset of the last partial denominator, a_d = u W_d + b: without it every odd-depth
+        # fraction has its pole at u = 0 (K_d is an odd polynomial of u), whatever the weights
+        self.tail = (
+            nn.Parameter(torch.full((num_ladders, dim), float(tail_offset)))
+            if tail_offset is not None
+            else None
+        )
         # depth columns 1..trainable_depth get gradients (the dyadic schedule lowers it; default: all)
         self.register_buffer("trainable_depth", torch.tensor(depth), persistent=False)
 
@@ -69,8 +97,12 @@ class _Ladders(nn.Module):
         active = int(self.trainable_depth)
         if active < self.depth:  # frozen columns take part in the forward pass but receive no gradient
             w = torch.cat([w[:active], w[active:].detach()], dim=0)
-        a = w[:, None, None] * u[None, ..., None, :]  # (d, B, T, L, p)
-        z = continued_fraction(a, mode=self.mode, eps=self.eps, grad=self.grad, dim=0)  # (B, T, L, p)
+        d, L, p = w.shape
+        # (d, *lead, L, p): any leading dimensions of u (none, (N,), (B, T), ...)
+        a = w.view(d, *([1] * (u.ndim - 1)), L, p) * u.unsqueeze(0).unsqueeze(-2)
+        if self.tail is not None:
+            a[-1] += self.tail
+        z = continued_fraction(a, mode=self.mode, eps=self.eps, grad=self.grad, dim=0)  # (*lead, L, p)
         return (z * self.combine).sum(dim=-2)
 
 
@@ -82,6 +114,9 @@ class Cffn(nn.Module):
     dim : model width p. num_ladders : L. depth : d (>= 1).
     eps : pole guard on the continuant K_d. init_std : std of the ladder weights at initialisation.
     grad : ``"identity"`` (Proposition 1 backward, the predecessor's) or ``"autograd"``.
+    tail_offset : None (the predecessor's ``a_k = u W_k``) or the initial value of a learnable offset ``b`` of the
+        last partial denominator, ``a_d = u W_d + b`` (L p more parameters). Without it an odd-depth fraction has
+        its pole at ``u = 0`` for any weights, so at a small init most fractions sit on the guard.
     """
 
     def __init__(
@@ -92,6 +127,7 @@ class Cffn(nn.Module):
         eps: float = 0.01,
         init_std: float = 0.02,
         grad: str = "identity",
+        tail_offset: float | None = None,
     ) -> None:
         super().__init__()
         _positive_int("dim", dim)
@@ -104,11 +140,12 @@ class Cffn(nn.Module):
         self.dim, self.num_ladders, self.depth = dim, num_ladders, depth
         self.gate = nn.Linear(dim, dim, bias=False)
         self.linear = nn.Linear(dim, dim, bias=False)
-        self.ladders = _Ladders(dim, num_ladders, depth, init_std, "direct", grad, eps)
+        if tail_offset is not None:
+            _finite("tail_offset", tail_offset)
+        self.ladders = _Ladders(dim, num_ladders, depth, init_std, "direct", grad, eps, tail_offset)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if x.shape[-1] != self.dim:
-            raise ValueError(f"input's last axis must be dim={self.dim}, got shape {tuple(x.shape)}")
+        _check_input(x, self.dim)
         return self.linear(x) + self.ladders(torch.sigmoid(self.gate(x)) * x)
 
 
@@ -124,7 +161,7 @@ class GatedCFFN(nn.Module):
     division : ``"log"`` (default), ``"log_ratio"`` or ``"direct"``.
     grad : ``"identity"`` (Proposition 1 as the backward, from the log-magnitudes for ``"log"``; default) or
         ``"autograd"`` (differentiate the forward computation; the only choice for ``"log_ratio"``).
-    eps : pole guard. init_std : std of the ladder weights at initialisation.
+    eps : pole guard. init_std : std of the ladder weights at initialisation. tail_offset : as for :class:`Cffn`.
     """
 
     def __init__(
@@ -139,6 +176,7 @@ class GatedCFFN(nn.Module):
         grad: str = "identity",
         eps: float = 0.01,
         init_std: float = 0.02,
+        tail_offset: float | None = None,
     ) -> None:
         super().__init__()
         _positive_int("dim", dim)
@@ -164,11 +202,12 @@ class GatedCFFN(nn.Module):
         self.out = nn.Linear(dim, dim, bias=False)
         self.out.residual_projection = True
         self.linear = nn.Linear(dim, dim, bias=False) if skip else None
-        self.ladders = _Ladders(dim, num_ladders, depth, init_std, division, grad, eps)
+        if tail_offset is not None:
+            _finite("tail_offset", tail_offset)
+        self.ladders = _Ladders(dim, num_ladders, depth, init_std, division, grad, eps, tail_offset)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if x.shape[-1] != self.dim:
-            raise ValueError(f"input's last axis must be dim={self.dim}, got shape {tuple(x.shape)}")
+        _check_input(x, self.dim)
         pre = self.gate(x)
         g = F.silu(pre) if self.activation == "silu" else torch.sigmoid(pre)
         u = g * x if self.gate_position in ("input", "both") else x

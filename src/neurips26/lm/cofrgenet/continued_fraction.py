@@ -122,22 +122,53 @@ class _IdentityGradFraction(torch.autograd.Function):
         return out, None
 
 
+class _LogAbs(torch.autograd.Function):
+    """``log max(|u|, floor)`` whose derivative is ``1 / u`` also below the floor (``1 / (+-floor)`` there; sign(0)
+    = +1), so that plain autograd through the log path gives the true derivative at an exactly zero (or
+    sub-floor) denominator instead of the clamp's 0."""
+
+    @staticmethod
+    def forward(ctx, u: torch.Tensor, floor: float) -> torch.Tensor:  # type: ignore[override]
+        ctx.save_for_backward(u)
+        ctx.floor = floor
+        return u.abs().clamp_min(floor).log()
+
+    @staticmethod
+    def backward(ctx, grad_out: torch.Tensor):  # type: ignore[override]
+        (u,) = ctx.saved_tensors
+        floored = torch.copysign(u.abs().clamp_min(ctx.floor), torch.where(u == 0, 1.0, u))
+        return grad_out / floored, None
+
+
+def _floor(t: torch.Tensor) -> float:
+    """Floor of |K| and |a| in log space: 1e-30, or eps^2 of a narrower dtype (so that 1 / floor^2, which a
+    derivative at a zero denominator meets, stays finite: float32 1.4e-14)."""
+    return max(_TINY, torch.finfo(t.dtype).eps ** 2)
+
+
+def _log_abs(u: torch.Tensor, floor: float) -> torch.Tensor:
+    if u.requires_grad and torch.is_grad_enabled():
+        return _LogAbs.apply(u, floor)
+    return u.abs().clamp_min(floor).log()
+
+
 def _log_recursion(A: torch.Tensor) -> tuple[torch.Tensor, list[torch.Tensor]]:
     """The last level's ``a_1 + r`` (its sign is that of ``K_{d-1} K_d``) and ``[l_0, ..., l_d]``, ``l_k = log|K_k|``.
 
     Signed log-sum-exp in factored form: ``l_k = log|a K_{k-1} + K_{k-2}| = l_{k-1} + log|a + r_{k-1}|`` with the
     signed ratio ``r_{k-1} = K_{k-2} / K_{k-1} = +-exp(l_{k-2} - l_{k-1})``, carried as ``r_k = +-exp(-log|a +
     r_{k-1}|)``: every division is an exp of a negated log. An exact cancellation (``a + r = 0``) is floored at
-    ``|.| = 1e-30``; ``r`` is then large and the next level's continuant is dominated by ``K_{k-2}``, as it is
+    ``|.| = 1e-30`` (float64; float32: 1.4e-14), with the true derivative ``1/u`` kept below the floor; ``r`` is then large and the next level's continuant is dominated by ``K_{k-2}``, as it is
     exactly.
     """
     d = A.shape[0]
+    floor = _floor(A)
     u = A[d - 1]  # K_1 = a_d, K_0 = 1
-    lam = u.abs().clamp_min(_TINY).log()
+    lam = _log_abs(u, floor)
     logs = [torch.zeros_like(lam), lam]
     for k in range(2, d + 1):
         u = A[d - k] + torch.copysign(torch.exp(-lam), u)
-        lam = u.abs().clamp_min(_TINY).log()
+        lam = _log_abs(u, floor)
         logs.append(logs[-1] + lam)
     return u, logs
 
@@ -200,6 +231,7 @@ def continued_fraction(
         return K[-2] / _guard(K[-1], eps)
     if mode == "log_ratio":
         K = _continuants(A)
-        log_num, log_den = K[-2].abs().clamp_min(_TINY).log(), K[-1].abs().clamp_min(_TINY).log()
+        floor = _floor(A)
+        log_num, log_den = _log_abs(K[-2], floor), _log_abs(K[-1], floor)
         return torch.copysign(torch.exp(log_num - log_den.clamp_min(math.log(eps))), K[-2] * K[-1])
     return _log_fraction(A, eps)

@@ -22,11 +22,22 @@ from ..corpora import stdlib_corpus
 from ..training import TrainConfig, train
 from ..transformer import GPT, GPTConfig
 from .blocks import DyadicSchedule
-from .continued_fraction import continued_fraction, fraction_gradient, nested_fraction
+from .continued_fraction import continuant, continued_fraction, fraction_gradient, nested_fraction
 
 
-def _variants(depths: list[int], full: bool) -> list[dict]:
-    out = []
+class _NoFFN(torch.nn.Module):
+    """The attention-only reference: an FFN slot that adds nothing."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.zeros_like(x)
+
+
+ATTENTION_ONLY = "attention only (FFN = 0)"
+
+
+def _variants(depths: list[int], full: bool, tail_offset: float | None) -> list[dict]:
+    out = [{"name": ATTENTION_ONLY, "ffn": None, "kw": {}, "dyadic": False, "depth": None}]
+    cffn_kw = {} if tail_offset is None else {"tail_offset": tail_offset}
     if full:
         out += [
             {"name": "MLP 4x GELU", "ffn": "mlp", "kw": {}, "dyadic": False, "depth": None},
@@ -38,7 +49,7 @@ def _variants(depths: list[int], full: bool) -> list[dict]:
                 {
                     "name": f"Cffn + dyadic, d={d}",
                     "ffn": "cffn",
-                    "kw": {"depth": d},
+                    "kw": {"depth": d, **cffn_kw},
                     "dyadic": True,
                     "depth": d,
                 }
@@ -48,7 +59,7 @@ def _variants(depths: list[int], full: bool) -> list[dict]:
                 {
                     "name": f"Cffn no schedule, d={d}",
                     "ffn": "cffn",
-                    "kw": {"depth": d},
+                    "kw": {"depth": d, **cffn_kw},
                     "dyadic": False,
                     "depth": d,
                 }
@@ -81,9 +92,71 @@ def _config(vocab: int, run_params: dict, variant: dict) -> GPTConfig:
         n_layer=2,
         n_head=4,
         d_model=run_params["d_model"],
-        ffn=variant["ffn"],
+        ffn=variant["ffn"] or "mlp",
         ffn_kwargs=dict(variant["kw"]),
     )
+
+
+def _model(vocab: int, run_params: dict, variant: dict) -> GPT:
+    config = _config(vocab, run_params, variant)
+    return GPT(config, ffn=(lambda c, i: _NoFFN()) if variant["ffn"] is None else None)
+
+
+@torch.no_grad()
+def _ffn_ratios(model: GPT, x: torch.Tensor) -> list[float]:
+    """||FFN output|| / ||FFN input|| of every block on the batch ``x`` (does the block contribute?)."""
+    out: list[float] = []
+    hooks = [
+        b.ffn.register_forward_hook(
+            lambda m, i, o: out.append(float(o.norm() / i[0].norm().clamp_min(1e-12)))
+        )
+        for b in model.blocks
+    ]
+    try:
+        model.eval()
+        model(x)
+    finally:
+        model.train()
+        for h in hooks:
+            h.remove()
+    return out
+
+
+@torch.no_grad()
+def _guard_fraction(model: GPT, x: torch.Tensor) -> float:
+    """Share of the ladders' continued fractions whose |K_d| is below the pole guard eps on the batch ``x``."""
+    hits, total = [], []
+
+    def hook(m: torch.nn.Module, inputs: tuple, _out: torch.Tensor) -> None:
+        u, w = inputs[0], m.weight
+        d, L, p = w.shape
+        a = w.view(d, *([1] * (u.ndim - 1)), L, p) * u.unsqueeze(0).unsqueeze(-2)
+        if m.tail is not None:
+            a[-1] += m.tail
+        K_d = continuant(a, dim=0)
+        hits.append(int((K_d.abs() < m.eps).sum()))
+        total.append(K_d.numel())
+
+    hooks = [m.register_forward_hook(hook) for m in model.modules() if type(m).__name__ == "_Ladders"]
+    try:
+        model(x)
+    finally:
+        for h in hooks:
+            h.remove()
+    return sum(hits) / max(sum(total), 1)
+
+
+def _unigram_loss(
+    train_tokens: torch.Tensor, val: object, vocab: int, context: int, max_tokens: int
+) -> float:
+    """Val loss (nats/char) of the train-fitted unigram model (add-one counts) on the targets evaluate() reads."""
+    counts = torch.bincount(train_tokens, minlength=vocab).double() + 1.0
+    logp = (counts / counts.sum()).log()
+    total, n = 0.0, 0
+    for _, y in val.windows(context, batch_size=64, max_tokens=max_tokens):  # type: ignore[attr-defined]
+        total += float(-logp[y].sum())
+        n += y.numel()
+    return total / n
 
 
 def _throughput(models: dict[str, GPT], x: torch.Tensor, y: torch.Tensor, repeats: int, steps: int) -> dict:
@@ -146,14 +219,34 @@ def run(run: Run) -> None:
     run.metric("val_files", len(corpus.val_documents))
     eval_tokens = run.param("eval_tokens", quick=32768, full=262144)
 
-    variants = _variants(depths, full)
+    tail_offset = run.param("cffn_tail_offset", 1.0)
+    unigram = _unigram_loss(corpus.train.tokens, corpus.val, corpus.vocab_size, context, eval_tokens)
+    run.metric("val_unigram", unigram)
+    probe_x, _ = corpus.val.sample(batch, context, torch.Generator().manual_seed(run.seed))
+    for label, kw in (("cffn_reimplementation_init", {}), ("cffn_offset_init", {"tail_offset": tail_offset})):
+        torch.manual_seed(run.seed)
+        m = GPT(
+            GPTConfig(
+                vocab_size=corpus.vocab_size,
+                context=context,
+                n_layer=2,
+                n_head=4,
+                d_model=d_model,
+                ffn="cffn",
+                ffn_kwargs={"depth": 5, **kw},
+            )
+        )
+        run.metric(f"guard_fraction_{label}_d5", _guard_fraction(m, probe_x))
+        run.metric(f"ffn_ratio_{label}_d5", float(np.mean(_ffn_ratios(m, probe_x))))
+
+    variants = _variants(depths, full, tail_offset)
     results: dict[str, list] = {}
     curves: dict[str, list] = {}
     for v in run.progress(variants, "variants"):
         per_seed = []
         for seed in seeds:
             torch.manual_seed(seed)
-            model = GPT(_config(corpus.vocab_size, params, v))
+            model = _model(corpus.vocab_size, params, v)
             callbacks = []
             if v["dyadic"]:
                 schedule = DyadicSchedule(steps)
@@ -163,7 +256,10 @@ def run(run: Run) -> None:
                 steps=steps, batch_size=batch, context=context, lr=lr, seed=seed, eval_tokens=eval_tokens
             )
             res = train(model, corpus.train, cfg, val=corpus.val, callbacks=callbacks, progress=False)
+            if v["dyadic"]:
+                schedule.finish(model)
             per_seed.append(res)
+            v.setdefault("ffn_ratio", []).append(min(_ffn_ratios(model, probe_x)))
             if seed == seeds[0]:
                 curves[v["name"]] = [(h["step"], h["loss"]) for h in res.history if "loss" in h]
             v["params_ffn"] = model.num_parameters("ffn")
@@ -188,6 +284,7 @@ def run(run: Run) -> None:
                 ),
                 "train tokens/s": float(np.median([r.tokens_per_second for r in results[v["name"]]])),
                 "finite": all(r.finite for r in results[v["name"]]),
+                "min ||FFN out|| / ||FFN in|| (per seed)": [round(x, 4) for x in v["ffn_ratio"]],
             }
         )
     run.table(
@@ -200,6 +297,25 @@ def run(run: Run) -> None:
     run.metric("val_cffn_dyadic_d5", float(np.mean(val(base))))
     run.metric("val_gated_log_d5", float(np.mean(val(ours5))))
     run.metric("val_gated_log_d10", float(np.mean(val(ours10))))
+    run.metric("val_attention_only", float(np.mean(val(ATTENTION_ONLY))))
+    run.metric(
+        "gap_gated_log_d5_vs_attention_only", float(np.mean(val(ours5)) - np.mean(val(ATTENTION_ONLY)))
+    )
+    run.metric(
+        "gap_gated_log_d10_vs_attention_only", float(np.mean(val(ours10)) - np.mean(val(ATTENTION_ONLY)))
+    )
+    compared = [ATTENTION_ONLY, base, ours5]  # the models the quality claim and the depth-5 reference rest on
+    worst = [max(val(n)[i] for n in compared) - unigram for i in range(len(seeds))]
+    run.metric("worst_model_vs_unigram", float(max(max(val(v["name"])) for v in variants) - unigram))
+    run.check("models_beat_unigram", worst)
+    by_name = {v["name"]: v for v in variants}
+    contrib = [
+        min(by_name[ours5]["ffn_ratio"][i], by_name[ours10]["ffn_ratio"][i]) for i in range(len(seeds))
+    ]
+    run.metric("ffn_ratio_gated_log_d5", float(np.mean(by_name[ours5]["ffn_ratio"])))
+    run.metric("ffn_ratio_gated_log_d10", float(np.mean(by_name[ours10]["ffn_ratio"])))
+    run.metric("ffn_ratio_cffn_dyadic_d5", float(np.mean(by_name[base]["ffn_ratio"])))
+    run.check("gated_blocks_contribute", contrib)
     run.check("quality_vs_cffn_dyadic_d5", gap5)
     stab = [o10 - o5 for o10, o5 in zip(val(ours10), val(ours5), strict=True)]
     run.check("stability_d10_vs_d5", stab)
@@ -226,7 +342,7 @@ def run(run: Run) -> None:
     g = torch.Generator().manual_seed(run.seed)
     x, y = corpus.train.sample(batch, context, g)
     timed_specs = {
-        "Cffn d=5": {"ffn": "cffn", "kw": {"depth": 5}},
+        "Cffn d=5": {"ffn": "cffn", "kw": {"depth": 5, "tail_offset": tail_offset}},
         "gated CF log/exp d=5": {"ffn": "gated_cf", "kw": {"depth": 5}},
         "gated CF direct d=5": {"ffn": "gated_cf", "kw": {"depth": 5, "division": "direct"}},
         "MLP 4x GELU": {"ffn": "mlp", "kw": {}},
@@ -234,7 +350,7 @@ def run(run: Run) -> None:
     if full:
         timed_specs.update(
             {
-                "Cffn d=10": {"ffn": "cffn", "kw": {"depth": 10}},
+                "Cffn d=10": {"ffn": "cffn", "kw": {"depth": 10, "tail_offset": tail_offset}},
                 "gated CF log/exp d=10": {"ffn": "gated_cf", "kw": {"depth": 10}},
                 "gated CF direct d=10": {"ffn": "gated_cf", "kw": {"depth": 10, "division": "direct"}},
                 "SwiGLU": {"ffn": "swiglu", "kw": {}},

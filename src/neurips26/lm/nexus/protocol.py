@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import math
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -64,8 +65,6 @@ def train_with(
 ) -> TrainTrace:
     """Outer steps on ``micro_batches(step)`` (K batches); a :class:`Nexus` gets them as closures, any other
     optimizer accumulates their mean gradient (K-step gradient accumulation, the paper's reference)."""
-    import time
-
     trace = TrainTrace()
     base_lrs = [g["lr"] for g in optimizer.param_groups]
     t0 = time.perf_counter()
