@@ -1,9 +1,10 @@
 """Reproduction: noisy data is destructive to RLVR (digest: ``rlvr-noisy-data``).
 
 Part 1 (re-verification): synthetic "incorrect" math annotations with known full answer sets, 20% of them secretly
-correct; the deterministic pipeline (sympy equivalence, math-verify for unresolved items) must find them
-(recall >= 0.95, precision >= 0.99) where string match cannot (recall <= 0.2); a 100-item audit gives the
-Clopper-Pearson bound. Part 2 (toy RLVR): a tiny GPT SFT-trained on fraction sums, then GRPO against clean,
+correct; the deterministic pipeline (sympy equivalence, math-verify when sympy finds no match) must find them
+(recall >= 0.95, precision >= 0.99) where string match cannot (recall <= 0.2); the same bars on a hand-written
+equivalence set the generator does not plant (handset.py), with math-verify alone beside it; a 100-item audit
+gives the Clopper-Pearson bound. Part 2 (toy RLVR): a tiny GPT SFT-trained on fraction sums, then GRPO against clean,
 contaminated, truly noisy, format-only and random labels, a noise-share sweep and GRPO variants at 50% noise;
 greedy held-out accuracy.
 """
