@@ -29,14 +29,24 @@ from neurips26.lm.medkit import (
     probe_set,
     update_items,
 )
+from neurips26.lm.medkit.integrate import update_blind_accuracy
 
 SUP, INF, ND = RELATIONS
 
 
 def test_relation_algebra_table():
-    # written out by hand from the spec: swap flips strict relations; only equal strict relations compose
+    # written out by hand from the spec: swap flips strict relations; "no difference" is equality in an order
+    # with ties, so it carries the other hop over; mixed strict directions are undefined
     assert [flip(r) for r in RELATIONS] == [INF, SUP, ND]
-    expected = {(SUP, SUP): SUP, (INF, INF): INF}
+    expected = {
+        (SUP, SUP): SUP,
+        (INF, INF): INF,
+        (SUP, ND): SUP,
+        (ND, SUP): SUP,
+        (INF, ND): INF,
+        (ND, INF): INF,
+    }
+    expected[(ND, ND)] = ND
     for a, b in itertools.product(RELATIONS, RELATIONS):
         assert compose(a, b) == expected.get((a, b))
     with pytest.raises(ValueError, match="relation"):
@@ -45,10 +55,14 @@ def test_relation_algebra_table():
         compose(SUP, "better")
 
 
-def test_composition_agrees_with_a_latent_order():
-    # independent oracle: with a strict efficacy order, A > B and B > C imply A > C
-    eff = {"a": 3, "b": 2, "c": 1}
-    rel = lambda x, y: SUP if eff[x] > eff[y] else INF  # noqa: E731
+@pytest.mark.parametrize(
+    "eff", [{"a": 3, "b": 2, "c": 1}, {"a": 2, "b": 2, "c": 1}, {"a": 1, "b": 1, "c": 1}]
+)
+def test_composition_agrees_with_a_latent_order(eff):
+    # independent oracle: an efficacy order with ties (equal values: "no difference")
+    def rel(x, y):
+        return SUP if eff[x] > eff[y] else INF if eff[x] < eff[y] else ND
+
     for x, y, z in itertools.permutations("abc"):
         c = compose(rel(x, y), rel(y, z))
         if c is not None:
@@ -100,13 +114,37 @@ def test_probe_families_and_labels(world):
         assert RELATIONS[e.label] == flip(world.relation(e.comparison, kb))
     for e in probes["lexical"]:
         assert e.template.startswith("test-")
-    # compositional labels: recomputed from the two hops named in the text
-    for e in probes["compositional"]:
-        middle = e.text.split()[1]
-        ab = world.relation(Comparison(e.comparison.regimen, middle, *e.comparison.cluster), kb)
-        bc = world.relation(Comparison(middle, e.comparison.comparator, *e.comparison.cluster), kb)
-        assert ab == bc and ab != ND and RELATIONS[e.label] == ab
     touched = {c.pair for c in world.updated_keys()}
+    # compositional labels: recomputed from the two hops named in the text; one hop is an update, the other a
+    # base "no difference" fact no update touches, so the label is the updated relation
+    assert probes["compositional"]
+    for e in probes["compositional"]:
+        a, b, cl = e.comparison.regimen, e.comparison.comparator, e.comparison.cluster
+        middle = e.text.split()[1]
+        hops = [Comparison(a, middle, *cl), Comparison(middle, b, *cl)]
+        updated = [h for h in hops if h.pair in touched]
+        tie = [h for h in hops if h.pair not in touched]
+        assert len(updated) == 1 and len(tie) == 1
+        assert world.relation(tie[0], world.base) == ND
+        assert RELATIONS[e.label] == world.relation(updated[0], kb)
+        assert e.comparison.pair not in touched
+    # operational labels by brute force: the option that beats (best) or loses to (worst) both others
+    assert probes["operational"]
+    for e in probes["operational"]:
+        goal = "best" if "best" in e.text else "worst"
+        want = SUP if goal == "best" else INF
+        winners = [
+            i
+            for i, o in enumerate(e.options)
+            if all(
+                world.relation(Comparison(o, p, *e.comparison.cluster), kb) == want
+                for p in e.options
+                if p != o
+            )
+        ]
+        assert winners == [e.label]
+        assert e.options[e.label] in e.comparison.pair  # the answer is one of the update's two regimens
+        assert all(o in e.text for o in e.options)
     assert all(e.comparison.pair not in touched for e in probes["locality"])
 
 
@@ -124,6 +162,23 @@ def test_no_test_probe_leaks_into_training_streams(world):
     assert leaked_probes(probes["lexical"][:3], probes) == 3
 
 
+def test_use_probes_need_the_update(world):
+    probes = probe_set(world, seed=0)
+    touched = {c.pair for c in world.updated_keys()}
+    checked = 0
+    # where the update overturned a base fact, the update-blind rule gives the old (now wrong) answer
+    for e in probes["compositional"]:
+        m, cl = e.options[0], e.comparison.cluster
+        hops = [Comparison(e.comparison.regimen, m, *cl), Comparison(m, e.comparison.comparator, *cl)]
+        (updated,) = [h for h in hops if h.pair in touched]
+        if world.relation(updated, world.base) is not None:
+            assert world.update_blind_label(e) != e.label
+            checked += 1
+    assert checked > 0
+    for fam in ("compositional", "operational"):
+        assert 0.0 <= update_blind_accuracy(world, probes[fam]) <= 0.6
+
+
 def test_bm25_retrieves_the_update(world):
     pytest.importorskip("rank_bm25")
     r = BM25Retriever(world)
@@ -139,6 +194,10 @@ def test_bm25_retrieves_the_update(world):
 def test_bad_input():
     with pytest.raises(ValueError, match="n_base"):
         ClinicalWorld.generate(n_base=2)
+    with pytest.raises(ValueError, match="n_base"):  # the world cannot hold 5000 facts: raise, never truncate
+        ClinicalWorld.generate(n_base=5000, n_conditions=1, drugs_per_cluster=4)
+    with pytest.raises(ValueError, match="tie_share"):
+        ClinicalWorld.generate(tie_share=-0.1)
     with pytest.raises(ValueError, match="conflict_share"):
         ClinicalWorld.generate(conflict_share=1.5)
     with pytest.raises(ValueError, match="drugs_per_cluster"):
@@ -149,6 +208,10 @@ def test_bad_input():
         w.render("poetry", c, w.state())
     with pytest.raises(ValueError, match="middle"):
         w.render("compositional", c, w.state())
+    with pytest.raises(ValueError, match="middle"):
+        w.render("operational", c, w.state())
+    with pytest.raises(ValueError, match="compositional"):
+        w.update_blind_label(w.render("original", c, w.state()))
     with pytest.raises(ValueError, match="pretrain_epochs"):
         IntegrationConfig(pretrain_epochs=0)
     with pytest.raises(ValueError, match="context_share"):

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+import threading
+import time
 from fractions import Fraction
 
 import pytest
@@ -23,6 +25,7 @@ from neurips26.lm.rlvr_noisy import (
     reverify,
     rlvr_reward,
 )
+from neurips26.lm.rlvr_noisy.answers import over_bound
 
 # (a, b, equivalent?) decided by hand from the semantics in the module docstring, not by the implementation
 TABLE = [
@@ -55,6 +58,27 @@ TABLE = [
     (r"(1,2) \cup (3,4)", "(1,2) U (3,4)", True),
     ("1,000", "1000", True),
     ("3", "4", False),
+    # plain braces are a set, never an interval or a pair
+    ("{2, -1}", "{-1, 2}", True),
+    ("{-1, 2}", r"\{-1, 2\}", True),
+    ("{1, 2}", "(1, 2)", False),
+    (r"\{1, 2\}", "[1, 2]", False),
+    # mixed numbers (a whole number followed by a proper fraction), repeating decimals, currency
+    (r"1\frac{1}{2}", "3/2", True),
+    (r"1\frac{1}{2}", "1/2", False),
+    (r"-2\frac{1}{4}", "-9/4", True),
+    (r"0.\overline{3}", "1/3", True),
+    (r"0.\overline{3}", "0.333", False),
+    (r"\$12", "12", True),
+    # Euler's number and the imaginary unit; a rounded irrational is not the irrational
+    (r"e^{i\pi}", "-1", True),
+    (r"\sqrt2", "1.41421356237", False),
+    # inequality forms of intervals
+    (r"1 \le x < 3", "[1, 3)", True),
+    ("x > 2", r"(2, \infty)", True),
+    (r"x \geq 2", r"(2, \infty)", False),
+    ("x < 1 or x > 2", r"(-\infty, 1) \cup (2, \infty)", True),
+    ("1,000", r"\{0, 1\}", False),
 ]
 
 
@@ -70,6 +94,123 @@ def test_equivalence_table(a, b, same):
 def test_unparsable_is_none_not_an_error(bad):
     assert parse_answer(bad) == []
     assert equivalent(bad, "1") is None
+
+
+@pytest.mark.parametrize(
+    "tower",
+    ["9^9^9", "10**10**10", "2^(3^(4^5))", "(2^9)^9", "2^{999*999}", r"10^{10^{10}}", "99999!", "(" * 200],
+)
+def test_exponent_towers_are_undecided_within_a_second(tower):
+    t0 = time.perf_counter()
+    assert over_bound(tower) or tower.startswith("(")
+    assert parse_answer(tower) == []
+    assert equivalent(tower, "5") is None
+    assert reverify("p", tower, ["5"]).verdict == "undecided"
+    assert reverify("p", "5", [tower, "5"]).verdict == "correct"  # a bounded member still decides
+    assert time.perf_counter() - t0 < 1.0
+
+
+def test_bound_holds_off_the_main_thread():
+    # signal-based timeouts only work in the main thread; the structural bound must work anywhere
+    out: list = []
+    worker = threading.Thread(target=lambda: out.append(reverify("p", "9^9^9", ["10**10**10"]).verdict))
+    t0 = time.perf_counter()
+    worker.start()
+    worker.join(timeout=5.0)
+    assert not worker.is_alive() and out == ["undecided"]
+    assert time.perf_counter() - t0 < 1.0
+
+
+def test_bounded_powers_still_evaluate():
+    assert equivalent("2^10", "1024") is True
+    assert equivalent("10^{100}", "1" + "0" * 100) is True
+    assert equivalent("(x^2 + 1)^2", "x^4 + 2x^2 + 1") is True  # a power of a polynomial is no tower
+
+
+def _long_division(p: int, q: int) -> str:
+    """Independent oracle: the repeating decimal of 0 < p/q < 1 by long division with cycle detection."""
+    digits, seen, r = [], {}, p % q
+    while r and r not in seen:
+        seen[r] = len(digits)
+        r *= 10
+        digits.append(str(r // q))
+        r %= q
+    if not r:
+        return "0." + "".join(digits)
+    k = seen[r]
+    return "0." + "".join(digits[:k]) + r"\overline{" + "".join(digits[k:]) + "}"
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 60), st.integers(2, 61))
+def test_repeating_decimals_against_long_division(p, q):
+    if p >= q:
+        p, q = q - 1, q
+    text = _long_division(p, q)
+    assert equivalent(text, f"{p}/{q}") is True
+    assert equivalent(text, f"{p + 1}/{q}") is False
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 9), st.integers(1, 9), st.integers(2, 12))
+def test_mixed_numbers_property(w, n, d):
+    if n >= d:
+        return
+    assert equivalent(rf"{w}\frac{{{n}}}{{{d}}}", _frac_text(Fraction(w) + Fraction(n, d))) is True
+    assert equivalent(rf"-{w}\frac{{{n}}}{{{d}}}", _frac_text(-(Fraction(w) + Fraction(n, d)))) is True
+
+
+def _frac_text(q: Fraction) -> str:
+    return f"{q.numerator}/{q.denominator}"
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.integers(-20, 20), min_size=2, max_size=5, unique=True), st.randoms(use_true_random=False))
+def test_brace_sets_are_order_free(values, rnd):
+    shuffled = values[:]
+    rnd.shuffle(shuffled)
+    plain = "{" + ", ".join(map(str, values)) + "}"
+    latex = r"\{" + ", ".join(map(str, shuffled)) + r"\}"
+    assert equivalent(plain, latex) is True
+    assert equivalent(plain, r"\{" + ", ".join(map(str, values[1:])) + r"\}") is False
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(-9, 9), st.integers(1, 9), st.booleans(), st.booleans())
+def test_inequality_intervals_against_sympy(a, width, lo_strict, hi_strict):
+    import sympy
+
+    b = a + width
+    text = f"{a} {'<' if lo_strict else '<='} x {'<' if hi_strict else '<='} {b}"
+    x = sympy.Symbol("x", real=True)
+    # oracle: sympy solves the two inequalities itself
+    rel = (x > a if lo_strict else x >= a) & (x < b if hi_strict else x <= b)
+    truth = sympy.solve_univariate_inequality(rel.args[0], x, relational=False).intersect(
+        sympy.solve_univariate_inequality(rel.args[1], x, relational=False)
+    )
+    assert isinstance(truth, sympy.Interval)
+    interval = (
+        f"{'(' if truth.left_open else '['}{truth.start}, {truth.end}{')' if truth.right_open else ']'}"
+    )
+    assert equivalent(text, interval) is True
+    flipped = f"{'[' if truth.left_open else '('}{truth.start}, {truth.end}{')' if truth.right_open else ']'}"
+    assert equivalent(text, flipped) is False
+
+
+def test_equivalent_bad_input():
+    with pytest.raises(ValueError, match="tol"):
+        equivalent("1", "1", tol=2.0)
+    with pytest.raises(ValueError, match="time_budget"):
+        equivalent("1", "1", time_budget=0)
+    with pytest.raises(TypeError, match="text"):
+        over_bound(3)
+
+
+def test_handset_expectations_are_well_formed():
+    from neurips26.lm.rlvr_noisy.handset import HAND_PAIRS
+
+    assert len({(g, a) for g, a, _ in HAND_PAIRS}) == len(HAND_PAIRS)
+    assert 30 <= sum(same for *_, same in HAND_PAIRS) <= len(HAND_PAIRS) - 30
 
 
 @settings(max_examples=40, deadline=None)
@@ -123,6 +264,19 @@ def test_reverify_verdicts():
     assert reverify("p", "no idea", ["1/2"]).verdict == "unparsable"
     assert reverify("p", "1/2", ["???"], second_opinion="never").verdict == "unparsable"
     assert reverify("p", "1/3", ["1/2"], second_opinion="always").verdict == "incorrect"
+    assert reverify("p", "9^9^9", ["5"]).verdict == "undecided"
+
+
+def test_reverify_asks_math_verify_when_sympy_finds_no_match():
+    mv = pytest.importorskip("math_verify")
+    if not mv.parse(r"$\frac{1}{2}$"):
+        pytest.skip("math-verify cannot parse LaTeX here (antlr4 runtime version)")
+    # math-verify equates a set with an open interval; sympy does not: the disagreement is undecided
+    assert reverify("p", "{1, 2}", ["(1, 2)"]).verdict == "undecided"
+    assert reverify("p", "{1, 2}", ["(1, 2)"], second_opinion="unresolved").verdict == "incorrect"
+    assert reverify("p", "{1, 2}", ["(1, 2)"], second_opinion="never").verdict == "incorrect"
+    # sympy cannot read a unit; math-verify can
+    assert reverify("p", r"5\text{ cm}", ["5"]).verdict == "correct"
 
 
 def test_reverify_bad_input():
@@ -136,6 +290,8 @@ def test_reverify_bad_input():
         reverify("p", "1", [])
     with pytest.raises(ValueError, match="second_opinion"):
         reverify("p", "1", ["1"], second_opinion="maybe")
+    with pytest.raises(ValueError, match="time_budget"):
+        reverify("p", "1", ["1"], time_budget=-1)
 
 
 def test_math_verify_second_opinion_reads_latex():

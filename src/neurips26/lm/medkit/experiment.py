@@ -23,6 +23,7 @@ from .integrate import (
     leaked_probes,
     pretrain,
     probe_set,
+    update_blind_accuracy,
     update_items,
 )
 from .world import FAMILIES, ClinicalWorld, flip
@@ -43,10 +44,10 @@ def _invariants(world: ClinicalWorld) -> tuple[int, int]:
 
 
 def run(run: Run) -> None:
-    n_base = run.param("n_base_facts", quick=80, full=240)
-    n_updates = run.param("n_updates", quick=30, full=72)
+    n_base = run.param("n_base_facts", quick=150, full=240)
+    n_updates = run.param("n_updates", quick=40, full=72)
     n_seeds = run.param("seeds", quick=1, full=3)
-    epochs = run.param("pretrain_epochs", quick=25, full=20)
+    epochs = run.param("pretrain_epochs", quick=15, full=20)
     orders = run.param("orders", quick=["batch"], full=["batch", "sequential"])
     cfg_kw = {"pretrain_epochs": epochs}
     run.param("conflict_share", 0.3)
@@ -66,6 +67,17 @@ def run(run: Run) -> None:
         model, enc, items = pretrain(world, cfg)
         probes = probe_set(world, seed=seed)
         leaks += leaked_probes(items, probes)
+        # preconditions of the use families: the update-blind rule (base facts only) must not solve them, and
+        # the pre-trained model must have learned their formats on base facts
+        pre_acc = evaluate_families(
+            model, enc, {f: [e for e in items if e.family == f] for f in ("compositional", "operational")}
+        )
+        for fam in ("compositional", "operational"):
+            per_seed.setdefault(f"{fam}_update_blind_accuracy", []).append(
+                update_blind_accuracy(world, probes[fam])
+            )
+            per_seed.setdefault(f"{fam}_format_learned", []).append(pre_acc[fam])
+            per_seed.setdefault(f"{fam}_probes", []).append(float(len(probes[fam])))
         acc = {("none", "-"): evaluate_families(model, enc, probes)}
         rng = np.random.default_rng(seed)
         for order in orders:
@@ -123,6 +135,13 @@ def run(run: Run) -> None:
     run.check("probe_leaks", leaks)
     run.check("swap_flip_mismatches", swap_bad)
     run.check("latest_update_mismatches", latest_bad)
+    for name in (
+        "operational_update_blind_accuracy",
+        "operational_format_learned",
+        "compositional_probes",
+        "operational_probes",
+    ):
+        run.metric(name, float(np.mean(per_seed.pop(name))))
     for cid, values in per_seed.items():
         if run.mode in run.claims.get(cid).modes:  # some gates are full-mode only (claims.toml says why)
             run.check(cid, values if n_seeds > 1 else values[0])

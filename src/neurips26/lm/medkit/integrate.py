@@ -2,10 +2,10 @@
 
 The learner is neural on purpose (a symbolic reader would solve every probe): a word-level
 :class:`ProbeClassifier` (PyTorch ``TransformerEncoder``, 2 layers, 3-way head) with an optional context slot.
-It is *pre-trained* on the base facts in every probe format (Q1, all paraphrase templates with synonyms, swapped,
-chained, vignette) so that failures on updates are failures to integrate, not unseen formats; a share of the
-pre-training items carry a context statement (relevant and possibly counterfactual, or irrelevant), so the
-model learns to read the slot for the retrieval arm.
+It is *pre-trained* on the base facts in every probe format (Q1, all paraphrase templates with synonyms,
+swapped, chained through a tie, three-option formulary decisions) so that failures on updates are failures to
+integrate, not unseen formats; a share of the pre-training items carry a context statement (relevant and
+possibly counterfactual, or irrelevant), so the model learns to read the slot for the retrieval arm.
 
 Strategies [reconstructed: the CPU subset of the paper's 12]:
 
@@ -32,7 +32,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..tokenizers import WordTokenizer
-from .world import FAMILIES, RELATIONS, ClinicalWorld, Comparison, Example
+from .world import FAMILIES, GOALS, PERMUTATIONS, RELATIONS, ClinicalWorld, Comparison, Example, flip
 
 __all__ = [
     "FT_STRATEGIES",
@@ -47,6 +47,7 @@ __all__ = [
     "pretrain",
     "pretraining_items",
     "probe_set",
+    "update_blind_accuracy",
     "update_items",
 ]
 
@@ -151,7 +152,7 @@ def _with_context(
     rel = str(rng.choice(RELATIONS))  # the statement about this comparison decides, even if counterfactual
     alt = dict(knowledge)
     key = first if first in alt else first.swapped()
-    alt[key] = rel if key == first else _flip(rel)
+    alt[key] = rel if key == first else flip(rel)
     again = world.render(ex.family if ex.family != "locality" else "original", first, alt, rng, test=False)
     if again is None:
         return None
@@ -159,14 +160,14 @@ def _with_context(
     return Example(ex.text, again.label, ex.family, first, statement, ex.template)
 
 
-def _flip(r: str) -> str:
-    return {"superior": "inferior", "inferior": "superior"}.get(r, r)
-
-
 def pretraining_items(
     world: ClinicalWorld, rng: np.random.Generator, context_share: float = 0.4
 ) -> list[Example]:
-    """Every base fact in every format (both orientations, all templates), plus context-slot items."""
+    """Every base fact in every format (both orientations, all templates), plus context-slot items.
+
+    Compositional chains and operational (formulary) items are built from base facts only, with the same
+    selection the probes use (a "no difference" hop; a third regimen worse than both).
+    """
     kb = dict(world.base)
     items: list[Example] = []
     for comp in world.base:
@@ -174,19 +175,53 @@ def pretraining_items(
             items.append(world.render("original", c, kb))
             items.append(world.render("lexical", c, kb, rng, test=False))
             items.append(world.render("lexical", c, kb, rng, test=True))
-            items.append(world.render("operational", c, kb))
-        for target, middle in world.chains_through(comp, kb)[:2]:
-            ex = world.render("compositional", target, kb, middle=middle)
-            if ex is not None:
-                items.append(ex)
+        items.extend(_chains(world, comp, kb, kb, rng, 2))
+        items.extend(_formulary(world, comp, kb, kb, rng, 2))
     items = [it for it in items if it is not None]
     extra = []
     for it in items:
-        if it.family != "compositional" and rng.random() < context_share:
+        if it.family not in ("compositional", "operational") and rng.random() < context_share:
             ex = _with_context(world, it, kb, rng)
             if ex is not None:
                 extra.append(ex)
     return items + extra
+
+
+def _chains(
+    world: ClinicalWorld,
+    key: Comparison,
+    knowledge: dict,
+    known: dict,
+    rng: np.random.Generator,
+    k: int,
+    exclude: set | frozenset = frozenset(),
+) -> list[Example]:
+    """Up to ``k`` compositional items carrying ``key``'s relation over a known tie (third pair not in ``exclude``)."""
+    chains = [(t, m) for t, m in world.chains_through(key, knowledge, known) if t.pair not in exclude]
+    pick = rng.permutation(len(chains))[:k]
+    out = [
+        world.render("compositional", chains[int(i)][0], knowledge, middle=chains[int(i)][1]) for i in pick
+    ]
+    return [e for e in out if e is not None]
+
+
+def _formulary(
+    world: ClinicalWorld,
+    key: Comparison,
+    knowledge: dict,
+    known: dict,
+    rng: np.random.Generator,
+    k: int,
+) -> list[Example]:
+    """Up to ``k`` operational items: ``key``'s two regimens and a third known worse (or better) than both."""
+    thirds = world.formulary_thirds(key, known)
+    pick = rng.permutation(len(thirds))[:k]
+    out = []
+    for i in pick:
+        d, goal = thirds[int(i)]
+        v = int(rng.integers(len(PERMUTATIONS))) + len(PERMUTATIONS) * GOALS.index(goal)
+        out.append(world.render("operational", key, knowledge, middle=d, variant=v))
+    return [e for e in out if e is not None]
 
 
 def update_items(
@@ -354,18 +389,28 @@ def probe_set(world: ClinicalWorld, n_locality: int = 200, seed: int = 0) -> dic
         for k in range(2):  # each held-out template once
             out["lexical"].append(world.render("lexical", c, kb, rng, test=True, variant=k))
         out["relational"].append(world.render("relational", c, kb))
-        out["operational"].append(world.render("operational", c, kb))
-        out["operational"].append(world.render("operational", c.swapped(), kb))
-        for target, middle in world.chains_through(c, kb)[:3]:
-            ex = world.render("compositional", target, kb, middle=middle)
-            if ex is not None:
-                out["compositional"].append(ex)
         if c in conflicting:
             out["conflicting"].append(world.render("original", c, kb))
+    # compositional and operational probes use the update together with base facts the updates never touch
+    known = {k: r for k, r in world.base.items() if k.pair not in touched}
+    for c in world.updated_keys():
+        out["compositional"].extend(_chains(world, c, kb, known, rng, 8, exclude=touched))
+        for ex in _formulary(world, c, kb, known, rng, 4):
+            out["operational"].append(ex)
+            goal = GOALS.index(ex.template.rsplit("-", 1)[-1])  # a second option order of the same decision
+            perm = int(rng.integers(len(PERMUTATIONS))) + len(PERMUTATIONS) * goal
+            again = world.render("operational", c, kb, middle=_third(ex, c), variant=perm)
+            if again is not None and again.text != ex.text:
+                out["operational"].append(again)
     untouched = [c for c in world.base if c.pair not in touched]
     pick = rng.choice(len(untouched), min(n_locality, len(untouched)), replace=False)
     out["locality"] = [world.render("locality", untouched[int(i)], kb) for i in pick]
     return {k: [e for e in v if e is not None] for k, v in out.items()}
+
+
+def _third(ex: Example, key: Comparison) -> str:
+    """The option of an operational item that is neither regimen of ``key``."""
+    return next(o for o in ex.options if o not in key.pair)
 
 
 class BM25Retriever:
@@ -407,6 +452,13 @@ def evaluate_families(
 
 
 HELD_OUT_FAMILIES = ("lexical", "compositional", "operational")
+
+
+def update_blind_accuracy(world: ClinicalWorld, examples: Sequence[Example]) -> float:
+    """Accuracy of the update-blind rule (:meth:`ClinicalWorld.update_blind_label`) on ``examples``."""
+    if not examples:
+        return float("nan")
+    return float(np.mean([world.update_blind_label(e) == e.label for e in examples]))
 
 
 def leaked_probes(train: Sequence[Example], probes: dict[str, list[Example]]) -> int:

@@ -3,14 +3,15 @@
 Everything here is invented (regimen, brand, condition and trial names; PMIDs): the released MedKIT data set
 (HemOnc-derived, CC BY-NC-SA) is neither downloaded nor vendored; only its record schema is mirrored
 (:class:`UpdateRecord`). A *comparison* is ``(regimen, comparator, condition, context, endpoint)`` with a
-relation in ``RELATIONS``. Regimens of one (condition, context, endpoint) cluster carry a latent efficacy, so
-base facts are consistent and chains compose.
+relation in ``RELATIONS``. Regimens of one (condition, context, endpoint) cluster carry a latent efficacy (tied regimens share
+one value, so "no difference" is an equivalence), so base facts are consistent and chains compose.
 
 Relation algebra (explicit, as the digest asks):
 
 - swap: ``flip(superior) = inferior``, ``flip(inferior) = superior``, ``flip(no difference) = no difference``;
-- compose (A vs B, then B vs C, gives A vs C): ``superior o superior = superior``, ``inferior o inferior =
-  inferior``; every other pair (mixed directions, anything with "no difference") is undefined and excluded.
+- compose (A vs B, then B vs C, gives A vs C) over an order with ties: ``no difference`` is equality, so
+  ``r o no difference = no difference o r = r``; ``superior o superior = superior``, ``inferior o inferior =
+  inferior``; mixed strict directions are undefined (excluded).
 
 Probe families for an updated comparison (A vs B), all 3-way classification:
 
@@ -18,9 +19,15 @@ Probe families for an updated comparison (A vs B), all 3-way classification:
 - ``lexical``: held-out paraphrase templates with synonyms (brand names, endpoint acronyms, condition
   abbreviations); training streams only ever use the *training* templates;
 - ``relational``: B vs A (closed question "m"), answer flipped;
-- ``compositional``: A vs C through B, with B vs C a base fact and the composition defined;
-- ``operational``: a vignette "patient with <condition> (<context>) seeking the best <endpoint>: X or Y?" with
-  the answer "first", "second" or "no preference";
+- ``compositional``: A vs C through B where the *update* is one hop and the other hop is a known (base,
+  un-updated) "no difference" fact (B vs C, or C vs A): the answer is the updated relation carried over to a
+  regimen the update never named, so it cannot be read off the base facts (:meth:`ClinicalWorld.update_blind_label`
+  is the update-blind rule; the experiment measures it and gates the claim on it being near chance);
+- ``operational``: a formulary decision over three options, the two regimens of the update and a third, D:
+  "... seeks the best <endpoint>: X , Y or Z ?" with D known (base facts) to be worse than both, or "which
+  of X , Y or Z gives the worst <endpoint> ?" with D known to be better than both; the answer is the position
+  of the chosen option ("first", "second", "third"): an argmax / argmin that uses the update instead of
+  restating it (updates to "no difference" have no single best and give no item);
 - ``locality``: unrelated base facts (closed Q1), whose answers must not change.
 
 Chronology: updates carry dates; several may touch one comparison; the latest wins (:meth:`ClinicalWorld.state`).
@@ -47,7 +54,8 @@ __all__ = [
 
 RELATIONS = ("superior", "inferior", "no difference")
 FAMILIES = ("original", "lexical", "relational", "compositional", "operational", "locality")
-OPERATIONAL_ANSWERS = ("first", "second", "no preference")
+OPERATIONAL_ANSWERS = ("first", "second", "third")
+ND = "no difference"
 CONTEXTS = ("induction", "consolidation", "maintenance", "salvage", "adjuvant", "first-line")
 ENDPOINTS = {  # endpoint -> (acronym, endpoint type)
     "overall survival": ("OS", "survival"),
@@ -72,7 +80,15 @@ LEX_TEST = [
     "trial question : {a} vs {b} , endpoint {e} , population {c} , phase {x} ?",
 ]
 CHAIN = "via {m} , how does {a} compare with {b} on {e} in {c} during {x} ?"
-OPER = "patient with {c} in {x} therapy seeks the best {e} : {a} or {b} ?"
+OPER = (
+    "patient with {c} in {x} therapy seeks the best {e} : {o1} , {o2} or {o3} ?",
+    "for {c} in {x} therapy , which of {o1} , {o2} or {o3} gives the worst {e} ?",
+)
+GOALS = ("best", "worst")
+OPEN_QUESTION = (
+    "patient with {c} in {x} therapy seeks the best {e} : {a} or {b} ?"  # the record's open question
+)
+PERMUTATIONS = tuple(itertools.permutations(range(3)))
 STATEMENT = "{a} is {r} to {b} for {c} ( {x} ) endpoint {e}"
 
 
@@ -84,11 +100,15 @@ def flip(relation: str) -> str:
 
 
 def compose(ab: str, bc: str) -> str | None:
-    """A vs C from A vs B and B vs C: defined for two equal strict relations only (else None)."""
+    """A vs C from A vs B and B vs C over an order with ties ("no difference" is equality); None if undefined."""
     for r in (ab, bc):
         if r not in RELATIONS:
             raise ValueError(f"relation must be one of {RELATIONS}, got {r!r}")
-    return ab if ab == bc and ab != "no difference" else None
+    if bc == ND:
+        return ab
+    if ab == ND:
+        return bc
+    return ab if ab == bc else None
 
 
 @dataclass(frozen=True)
@@ -145,6 +165,7 @@ class Example:
     comparison: Comparison
     context: str = ""
     template: str = ""
+    options: tuple[str, ...] = ()  # compositional: (middle,); operational: the three options in order
 
 
 @dataclass
@@ -172,11 +193,15 @@ class ClinicalWorld:
         n_conditions: int = 12,
         drugs_per_cluster: int = 6,
         seed: int = 0,
+        tie_share: float = 0.5,
     ) -> ClinicalWorld:
-        """A world with about ``n_base`` base facts and ``n_updates`` dated updates.
+        """A world with exactly ``n_base`` base facts and ``n_updates`` dated updates (plus revisions).
 
         ``conflict_share`` of the updates overturn a base fact (``conflicting_edit``); the others add new
-        comparisons; ``reupdate_share`` of them are later revised again (the latest wins).
+        comparisons; ``reupdate_share`` of them are later revised again (the latest wins). ``tie_share``: the
+        chance that a regimen is in its cluster's tied class (tied regimens: "no difference", one efficacy).
+        Raises ValueError when ``n_conditions`` x contexts x endpoints clusters of ``drugs_per_cluster``
+        regimens hold fewer comparisons than ``n_base`` plus the new-fact updates (nothing is truncated).
         """
         for name, v, lo in (
             ("n_base", n_base, 10),
@@ -191,7 +216,11 @@ class ClinicalWorld:
             or drugs_per_cluster < 4
         ):
             raise ValueError(f"drugs_per_cluster must be an integer >= 4, got {drugs_per_cluster!r}")
-        for name, v in (("conflict_share", conflict_share), ("reupdate_share", reupdate_share)):
+        for name, v in (
+            ("conflict_share", conflict_share),
+            ("reupdate_share", reupdate_share),
+            ("tie_share", tie_share),
+        ):
             if not (isinstance(v, (int, float)) and 0 <= v <= 1):
                 raise ValueError(f"{name} must be in [0, 1], got {v!r}")
         rng = np.random.default_rng(seed)
@@ -219,7 +248,7 @@ class ClinicalWorld:
         clusters = [(c, x, e) for c in conditions for x in CONTEXTS for e in ENDPOINTS]
         order = rng.permutation(len(clusters))
         pairs_per_cluster = drugs_per_cluster * (drugs_per_cluster - 1) // 2
-        n_clusters = min(len(clusters), int(np.ceil((n_base + n_updates) / (0.8 * pairs_per_cluster))))
+        n_clusters = min(len(clusters), int(np.ceil((n_base + n_updates) / (0.95 * pairs_per_cluster))))
         base: dict[Comparison, str] = {}
         candidates_new: list[tuple[Comparison, str]] = []
         for k in order[:n_clusters]:
@@ -233,9 +262,12 @@ class ClinicalWorld:
                 names.add(brand)
                 synonyms[d] = [brand]
                 drugs.append(d)
-            # a latent efficacy per drug: relations follow it, so base facts are consistent
+            # a latent efficacy per drug: relations follow it, so base facts are consistent; the tied class
+            # shares one efficacy value (distinct from every untied drug's), so "no difference" is an equivalence
             eff = rng.permutation(drugs_per_cluster).astype(float)
-            tie = rng.random(drugs_per_cluster) < 0.25
+            tie = rng.random(drugs_per_cluster) < tie_share
+            if tie.any():
+                eff[tie] = eff[np.flatnonzero(tie)[0]]
             for i, j in itertools.combinations(range(drugs_per_cluster), 2):
                 a, b = (i, j) if rng.random() < 0.5 else (j, i)
                 if tie[i] and tie[j]:
@@ -246,6 +278,12 @@ class ClinicalWorld:
                 candidates_new.append((comp, rel))
         rng.shuffle(candidates_new)  # type: ignore[arg-type]
         n_new = int(round((1 - conflict_share) * n_updates))
+        if n_new + n_base > len(candidates_new):
+            raise ValueError(
+                f"n_base ({n_base}) plus the {n_new} new-fact updates exceed the {len(candidates_new)} comparisons "
+                f"that n_conditions={n_conditions} x {len(CONTEXTS)} contexts x {len(ENDPOINTS)} endpoints x "
+                f"drugs_per_cluster={drugs_per_cluster} allow: lower n_base or raise n_conditions / drugs_per_cluster"
+            )
         # a new trial's result is not predictable from the base facts: its relation is drawn uniformly
         new_facts = [(c, str(rng.choice(RELATIONS))) for c, _ in candidates_new[:n_new]]
         for comp, rel in candidates_new[n_new : n_new + n_base]:
@@ -294,7 +332,7 @@ class ClinicalWorld:
             ),
             closed_question_m=Q1.format(a=b, b=a, c=c, x=x, e=e),
             closed_answer_m=flip(rel),
-            open_question=OPER.format(a=a, b=b, c=c, x=x, e=e),
+            open_question=OPEN_QUESTION.format(a=a, b=b, c=c, x=x, e=e),
             reference_generation=(
                 f"Prefer {a}."
                 if rel == "superior"
@@ -405,52 +443,123 @@ class ClinicalWorld:
             bc = self.relation(Comparison(middle, b, c, x, e), knowledge)
             rel = None if ab is None or bc is None else compose(ab, bc)
             text, t = CHAIN.format(m=middle, a=a, b=b, c=c, x=x, e=e), "chain"
+            if rel is None:
+                return None
+            return Example(text, RELATIONS.index(rel), family, comp, context, t, (middle,))
         elif family == "operational":
-            text, t = OPER.format(a=a, b=b, c=c, x=x, e=e), "vignette"
+            if middle is None:
+                raise ValueError("an operational example needs the third option (middle)")
+            v = variant or 0
+            perm, goal = PERMUTATIONS[v % len(PERMUTATIONS)], GOALS[(v // len(PERMUTATIONS)) % len(GOALS)]
+            opts = tuple((a, b, middle)[k] for k in perm)
+            best = self.best_option(opts, comp.cluster, knowledge, goal)
+            if best is None:
+                return None
+            text = OPER[GOALS.index(goal)].format(o1=opts[0], o2=opts[1], o3=opts[2], c=c, x=x, e=e)
+            return Example(text, best, family, comp, context, f"formulary-{goal}", opts)
         else:
             raise ValueError(f"family must be one of {FAMILIES}, got {family!r}")
         if rel is None:
             return None
-        label = RELATIONS.index(
-            rel
-        )  # operational: superior -> first, inferior -> second, none -> no preference
-        return Example(text, label, family, comp, context, t)
+        return Example(text, RELATIONS.index(rel), family, comp, context, t)
+
+    def best_option(
+        self,
+        options: Sequence[str],
+        cluster: tuple[str, str, str],
+        knowledge: dict[Comparison, str],
+        goal: str = "best",
+    ) -> int | None:
+        """Index of the option superior (goal "best") or inferior ("worst") to every other one in ``knowledge``
+        (None if no such option)."""
+        want = "superior" if goal == "best" else "inferior"
+        for i, o in enumerate(options):
+            if all(
+                self.relation(Comparison(o, p, *cluster), knowledge) == want
+                for j, p in enumerate(options)
+                if j != i
+            ):
+                return i
+        return None
+
+    def update_blind_label(self, ex: Example) -> int:
+        """The update-blind rule: the answer the *base facts alone* give for a compositional or operational
+        probe (the un-updated knowledge, composed; where the base facts do not decide, the direct base fact
+        about the asked pair, else the first option not known to lose / the most common base relation)."""
+        kb = self.base
+        comp = ex.comparison
+        if ex.family == "compositional":
+            (m,) = ex.options
+            ab = self.relation(Comparison(comp.regimen, m, *comp.cluster), kb)
+            bc = self.relation(Comparison(m, comp.comparator, *comp.cluster), kb)
+            rel = compose(ab, bc) if ab is not None and bc is not None else None
+            rel = rel or self.relation(comp, kb)
+            if rel is None:
+                values = list(kb.values())
+                rel = max(RELATIONS, key=values.count)
+            return RELATIONS.index(rel)
+        if ex.family == "operational":
+            goal = ex.template.rsplit("-", 1)[-1]
+            best = self.best_option(ex.options, comp.cluster, kb, goal)
+            if best is not None:
+                return best
+            loses = "inferior" if goal == "best" else "superior"
+            for i, o in enumerate(ex.options):
+                if not any(
+                    self.relation(Comparison(o, p, *comp.cluster), kb) == loses for p in ex.options if p != o
+                ):
+                    return i
+            return 0
+        raise ValueError(
+            f"update_blind_label is defined for compositional and operational probes, not {ex.family!r}"
+        )
 
     def statement(self, comp: Comparison, rel: str) -> str:
         a, b, c, x, e = comp.regimen, comp.comparator, comp.condition, comp.context, comp.endpoint
         return STATEMENT.format(a=a, r=rel, b=b, c=c, x=x, e=e)
 
-    def middles(self, comp: Comparison, knowledge: dict[Comparison, str]) -> list[str]:
-        """Regimens M with ``comp.regimen`` vs M in ``comp`` itself and M vs ``comp.comparator`` known."""
-        out = []
-        for other in knowledge:
-            if other.cluster != comp.cluster:
-                continue
-            for m in (other.regimen, other.comparator):
-                if m in comp.pair or m in out:
-                    continue
-                if self.relation(Comparison(m, comp.comparator, *comp.cluster), knowledge) is not None:
-                    out.append(m)
-        return out
-
     def chains_through(
-        self, key: Comparison, knowledge: dict[Comparison, str]
+        self, key: Comparison, knowledge: dict[Comparison, str], known: dict[Comparison, str] | None = None
     ) -> list[tuple[Comparison, str]]:
-        """Compositional items that use ``key`` as the first hop: (A vs C, via B) with A-B = key, B-C known."""
+        """Compositional items whose answer is ``key``'s relation carried over a "no difference" hop.
+
+        ``(A vs C, via B)`` with B vs C "no difference", and ``(C vs B, via A)`` with C vs A "no difference"
+        (A-B = ``key``); the tie must be a fact of ``known`` (default ``knowledge``) and C a third regimen.
+        """
+        known = knowledge if known is None else known
         a, b = key.regimen, key.comparator
         out = []
-        for other in knowledge:
-            if other.cluster != key.cluster or other.pair == key.pair or b not in other.pair:
+        for other in known:
+            if other.cluster != key.cluster or other.pair == key.pair or known[other] != ND:
                 continue
-            c = other.comparator if other.regimen == b else other.regimen
-            if c == a:
-                continue
-            out.append((Comparison(a, c, *key.cluster), b))
+            for hinge, end_ in ((b, "right"), (a, "left")):
+                if hinge not in other.pair:
+                    continue
+                c = other.comparator if other.regimen == hinge else other.regimen
+                if c in key.pair:
+                    continue
+                target = Comparison(a, c, *key.cluster) if end_ == "right" else Comparison(c, b, *key.cluster)
+                out.append((target, hinge))
+        return out
+
+    def formulary_thirds(self, key: Comparison, known: dict[Comparison, str]) -> list[tuple[str, str]]:
+        """``(D, goal)`` for regimens D of ``key``'s cluster that facts of ``known`` place below both of ``key``'s
+        regimens (goal "best": the answer is the better of the two) or above both (goal "worst")."""
+        out = []
+        drugs = {d for k in known if k.cluster == key.cluster for d in (k.regimen, k.comparator)}
+        for d in sorted(drugs - set(key.pair)):
+            rels = {
+                self.relation(Comparison(d, r, *key.cluster), known) for r in (key.regimen, key.comparator)
+            }
+            if rels == {"inferior"}:
+                out.append((d, "best"))
+            elif rels == {"superior"}:
+                out.append((d, "worst"))
         return out
 
     def vocabulary(self) -> list[str]:
         words: set[str] = set()
-        texts: Iterable[str] = [Q1, CHAIN, OPER, STATEMENT, *LEX_TRAIN, *LEX_TEST]
+        texts: Iterable[str] = [Q1, CHAIN, *OPER, OPEN_QUESTION, STATEMENT, *LEX_TRAIN, *LEX_TEST]
         for t in texts:
             words.update(w for w in t.split() if not w.startswith("{"))
         for k, v in self.synonyms.items():

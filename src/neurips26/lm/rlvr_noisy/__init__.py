@@ -11,6 +11,7 @@ Here:
   forms, multi-root sets, tuples, intervals); :func:`equivalent` never raises (``None`` = unparsable);
 - :mod:`.reverify`: :func:`reverify(problem, annotation, answer_set) -> (verdict, reason)` (sympy, then
   math-verify as the second opinion), :func:`clopper_pearson` and :func:`audit_bound` for the manual audit;
+- :mod:`.handset`: a hand-written equivalence set the generator does not plant (the independent check);
 - :mod:`.data`: synthetic noisy annotations with known answer sets (planted-correct rewrites);
 - :mod:`.toy`: the toy RLVR study on the tiny stack (fraction sums, GRPO from :mod:`neurips26.lm.grpo`).
 

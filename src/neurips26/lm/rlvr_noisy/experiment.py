@@ -1,9 +1,10 @@
 """Reproduction: noisy data is destructive to RLVR (digest: ``rlvr-noisy-data``).
 
 Part 1 (re-verification): synthetic "incorrect" math annotations with known full answer sets, 20% of them secretly
-correct; the deterministic pipeline (sympy equivalence, math-verify for unresolved items) must find them
-(recall >= 0.95, precision >= 0.99) where string match cannot (recall <= 0.2); a 100-item audit gives the
-Clopper-Pearson bound. Part 2 (toy RLVR): a tiny GPT SFT-trained on fraction sums, then GRPO against clean,
+correct; the deterministic pipeline (sympy equivalence, math-verify when sympy finds no match) must find them
+(recall >= 0.95, precision >= 0.99) where string match cannot (recall <= 0.2); the same bars on a hand-written
+equivalence set the generator does not plant (handset.py), with math-verify alone beside it; a 100-item audit
+gives the Clopper-Pearson bound. Part 2 (toy RLVR): a tiny GPT SFT-trained on fraction sums, then GRPO against clean,
 contaminated, truly noisy, format-only and random labels, a noise-share sweep and GRPO variants at 50% noise;
 greedy held-out accuracy.
 """
@@ -16,6 +17,7 @@ from neurips26.harness import Run
 
 from ..grpo import GRPOConfig
 from .data import noisy_math_items
+from .handset import HAND_PAIRS
 from .reverify import audit_bound, clopper_pearson, math_verify_equivalent, naive_match, reverify
 from .toy import (
     FractionTask,
@@ -79,6 +81,40 @@ def _part1(run: Run) -> None:
     audit = audit_bound(pred[idx].tolist(), truth[idx].tolist())
     run.metric("audit_errors", audit["errors"])
     run.metric("audit_upper_bound", audit["upper_bound"])
+    # an independent, hand-written equivalence set (forms the generator never plants)
+    hand_truth = np.array([same for _, _, same in HAND_PAIRS])
+    hand_verdicts = [reverify("(hand set)", ann, [gold]).verdict for gold, ann, _ in HAND_PAIRS]
+    hand_ours = np.array([v == "correct" for v in hand_verdicts])
+    hand_mv = np.array([bool(math_verify_equivalent(gold, ann)) for gold, ann, _ in HAND_PAIRS])
+    hrec, hprec = pr(hand_ours, hand_truth)
+    hmrec, hmprec = pr(hand_mv, hand_truth)
+    run.table(
+        [
+            {
+                "checker": "ours (reverify)",
+                "pairs": len(HAND_PAIRS),
+                "recall": hrec,
+                "precision": hprec,
+                "undecided": int(sum(v == "undecided" for v in hand_verdicts)),
+            },
+            {
+                "checker": "math-verify alone",
+                "pairs": len(HAND_PAIRS),
+                "recall": hmrec,
+                "precision": hmprec,
+                "undecided": None,
+            },
+        ],
+        name="hand_set",
+        caption="Hand-written equivalence pairs the generator does not plant (handset.py)",
+    )
+    run.metric("handset_pairs", len(HAND_PAIRS))
+    run.metric("handset_equal_pairs", int(hand_truth.sum()))
+    run.metric("handset_math_verify_recall", hmrec)
+    run.metric("handset_math_verify_precision", hmprec)
+    run.metric("handset_undecided", int(sum(v == "undecided" for v in hand_verdicts)))
+    run.check("handset_recall", hrec)
+    run.check("handset_precision", hprec)
     run.check("reverify_recall", rec)
     run.check("reverify_precision", prec)
     run.check("naive_string_recall", nrec)

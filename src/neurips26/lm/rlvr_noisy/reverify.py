@@ -11,19 +11,25 @@ generator's metadata), step 2 is our sympy equivalence (:mod:`.answers`) and mat
 :func:`clopper_pearson` and :func:`audit_bound` give the audit bound.
 
 ``reverify(problem, annotation, answer_set) -> (verdict, reason)``; verdict is ``"correct"`` (equivalent to a
-member of the answer set), ``"incorrect"`` (readable, equivalent to none) or ``"unparsable"`` (the annotation, or
-every member of the answer set, cannot be read by sympy and math-verify finds no match). It never raises on bad answer text.
+member of the answer set), ``"incorrect"`` (readable, equivalent to none, and math-verify agrees),
+``"undecided"`` (sympy found no match but math-verify does - the two checkers disagree, so the item goes to the
+judge/audit; or an answer is over the evaluation bound, e.g. ``9^9^9``; or the time budget ran out) or
+``"unparsable"`` (the annotation, or every member of the answer set, cannot be read by sympy and math-verify
+finds no match). It never raises on bad answer text and never hangs: every evaluation is bounded by structure
+(:func:`.answers.over_bound`, also applied before math-verify sees a string) and a thread-safe time budget is
+checked between steps.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Sequence
 from typing import NamedTuple
 
 from scipy.stats import beta
 
-from .answers import MAX_CHARS, equivalent, parse_answer
+from .answers import MAX_CHARS, _text_over_bound, equivalent, over_bound, parse_answer
 
 __all__ = [
     "Reverification",
@@ -34,7 +40,7 @@ __all__ = [
     "reverify",
 ]
 
-VERDICTS = ("correct", "incorrect", "unparsable")
+VERDICTS = ("correct", "incorrect", "undecided", "unparsable")
 
 
 class Reverification(NamedTuple):
@@ -52,14 +58,17 @@ def _wrap(text: str) -> str:
 def math_verify_equivalent(gold: str, annotation: str) -> bool | None:
     """math-verify's opinion (``verify(parse(gold), parse(annotation))``); None if it parses neither or is absent.
 
-    Its signal-based timeouts only work in the main thread, so they are switched off elsewhere (input length is
-    bounded instead).
+    Its signal-based timeouts only work in the main thread, so they are switched off elsewhere; the input is
+    bounded instead: a string over the evaluation bound (an exponent tower, a huge power, a deep nest) gets None
+    without reaching math-verify.
     """
     try:
         from math_verify import parse, verify
     except ImportError:  # optional second opinion
         return None
     if len(gold) > MAX_CHARS or len(annotation) > MAX_CHARS:
+        return None
+    if _text_over_bound(gold) is not None or _text_over_bound(annotation) is not None:
         return None
     main = threading.current_thread() is threading.main_thread()
     t = 5 if main else None
@@ -96,39 +105,62 @@ def _check_inputs(problem: object, annotation: object, answer_set: object) -> li
     return list(answer_set)
 
 
-SECOND_OPINION = ("unresolved", "always", "never")
+SECOND_OPINION = ("always", "unresolved", "never")
 
 
 def reverify(
-    problem: str, annotation: str, answer_set: Sequence[str], *, second_opinion: str = "unresolved"
+    problem: str,
+    annotation: str,
+    answer_set: Sequence[str],
+    *,
+    second_opinion: str = "always",
+    time_budget: float = 5.0,
 ) -> Reverification:
     """Decide whether ``annotation`` is a correct answer to ``problem`` given its full ``answer_set``.
 
     ``answer_set`` lists every acceptable answer: for "find one root" list each root; for "find all roots" list
-    the complete set as one member (``"{-1, 2}"``). ``problem`` is kept for the record (the paper's LLM stages
-    read it; the deterministic checkers do not). ``second_opinion``: when to ask math-verify: ``"unresolved"``
-    (default: only when sympy cannot read the annotation or some answer, as the paper sends unresolved items to
-    its judge), ``"always"`` (also when sympy read both and found no match; math-verify costs ~30 ms a call) or
-    ``"never"``.
+    the complete set as one member (``"{-1, 2}"`` or ``"\\{-1, 2\\}"``). ``problem`` is kept for the record (the
+    paper's LLM stages read it; the deterministic checkers do not). ``second_opinion``: when to ask math-verify:
+    ``"always"`` (default: whenever sympy finds no match; a sympy "no match" that math-verify calls a match is
+    *undecided*, the item the paper sends to its judge), ``"unresolved"`` (only when sympy cannot read the
+    annotation or some answer) or ``"never"``. ``time_budget``: seconds, checked between steps (thread-safe);
+    past it the verdict is undecided.
     """
     answers = _check_inputs(problem, annotation, answer_set)
     if second_opinion not in SECOND_OPINION:
         raise ValueError(f"second_opinion must be one of {SECOND_OPINION}, got {second_opinion!r}")
-    readable_gold = [i for i, a in enumerate(answers) if parse_answer(a)]
+    if not (isinstance(time_budget, (int, float)) and not isinstance(time_budget, bool) and time_budget > 0):
+        raise ValueError(f"time_budget must be a positive number of seconds, got {time_budget!r}")
+    deadline = time.monotonic() + time_budget
+    if over_bound(annotation):
+        return Reverification("undecided", f"the annotation {annotation[:40]!r} is over the evaluation bound")
+    bounded = [i for i, a in enumerate(answers) if not over_bound(a)]
+    if not bounded:
+        return Reverification("undecided", "every member of the answer set is over the evaluation bound")
+    readable_gold = [i for i in bounded if parse_answer(answers[i])]
     own = bool(parse_answer(annotation))
     if own:
         for i in readable_gold:
-            if equivalent(annotation, answers[i]):
+            if time.monotonic() > deadline:
+                return Reverification("undecided", f"time budget of {time_budget} s spent")
+            if equivalent(annotation, answers[i], time_budget=max(deadline - time.monotonic(), 1e-3)):
                 return Reverification(
                     "correct", f"sympy: equivalent to answer-set member {i} ({answers[i]!r})"
                 )
     resolved = own and len(readable_gold) == len(answers)
     if second_opinion == "always" or (second_opinion == "unresolved" and not resolved):
-        for i, gold in enumerate(answers):
-            opinion = math_verify_equivalent(gold, annotation)
-            if opinion:
+        for i in bounded:
+            if time.monotonic() > deadline:
+                return Reverification("undecided", f"time budget of {time_budget} s spent")
+            if math_verify_equivalent(answers[i], annotation):
+                if own and i in readable_gold:  # both read it, and they disagree
+                    return Reverification(
+                        "undecided",
+                        f"checkers disagree on answer-set member {i} ({answers[i]!r}): math-verify "
+                        "equivalent, sympy not",
+                    )
                 return Reverification(
-                    "correct", f"math-verify: equivalent to answer-set member {i} ({gold!r})"
+                    "correct", f"math-verify: equivalent to answer-set member {i} ({answers[i]!r})"
                 )
     if not own:
         return Reverification(
