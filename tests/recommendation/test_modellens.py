@@ -384,3 +384,30 @@ def test_load_lcdb_records():
 @pytest.mark.experiment
 def test_quick_reproduction(tmp_path):
     assert_quick_verdict("modellens", tmp_path)
+
+
+def test_val_loss_plateau_by_hand_and_early_stopping():
+    rec, side, models = synthetic_leaderboard(n_datasets=30)
+    lens = ModelLens(random_state=0, **{**FAST, "epochs": 4, "patience": 0}).fit(rec, side, models)
+    # the oracle: the formula on a history written by hand
+    lens.history_ = [{"epoch": i, "val_loss": v} for i, v in enumerate([5.0, 4.0, 3.0, 2.5, 2.4, 2.45])]
+    assert lens.val_loss_plateau(2) == pytest.approx((2.5 - 2.4) / 2.4)
+    assert lens.val_loss_plateau(1) == 0.0  # no improvement in the last epoch
+    assert lens.val_loss_plateau(6) == math.inf  # too short a history to judge
+    lens.history_ = [{"epoch": 0, "train_loss": 1.0}]
+    assert math.isnan(lens.val_loss_plateau(1))
+    with pytest.raises(ValueError, match="window"):
+        lens.val_loss_plateau(0)
+    # patience 0: training stops at the first epoch without improvement, and then the plateau gap is zero
+    stopped = ModelLens(random_state=0, **{**FAST, "epochs": 200, "patience": 0}).fit(rec, side, models)
+    assert stopped.stopped_early_ and stopped.n_epochs_ < 200
+    assert stopped.val_loss_plateau(1) == 0.0
+
+
+def test_string_meta_feature_is_rejected_naming_it(fitted):
+    lens, _, side, _ = fitted
+    q = side.loc["d41"].to_dict()
+    with pytest.raises(ValueError, match="nonlinearity"):
+        lens.rank({**q, "nonlinearity": "big"}, list(FAMILIES), "accuracy")
+    ok = lens.rank({**q, "nonlinearity": None}, list(FAMILIES), "accuracy")  # None: missing, imputed
+    assert len(ok) == len(FAMILIES)

@@ -291,3 +291,143 @@ def test_bad_input():
 @pytest.mark.experiment
 def test_quick_reproduction(tmp_path):
     assert_quick_verdict("nota-cil", tmp_path)
+
+
+# --- the cached merged weight ----------------------------------------------------------------------------------
+def _layer_with_tasks(n_tasks=4, norm="global", adapter="mpo", size=16, modulation=False):
+    layer = AdaptedLinear(
+        nn.Linear(size, size), adapter=adapter, normalization=norm, rank=2, modulation=modulation
+    )
+    for t in range(n_tasks):
+        layer.start_task()
+        _train_layer(layer, steps=5, seed=t)
+        layer.end_task()
+    return layer
+
+
+@pytest.mark.parametrize(
+    "adapter, norm, modulation",
+    [("mpo", "global", False), ("mpo", "task", False), ("lora", "none", False), ("mpo", "global", True)],
+)
+def test_cached_forward_equals_rebuilt_weight_and_skips_contractions(adapter, norm, modulation, monkeypatch):
+    layer = _layer_with_tasks(adapter=adapter, norm=norm, modulation=modulation)
+    x = torch.randn(7, 16, generator=torch.Generator().manual_seed(3))
+    with torch.no_grad():
+        cached = layer(x)
+        # independent of the cache: W0 + the update rebuilt from every adapter's own delta()
+        deltas = [ad.delta() for ad in layer.adapters]
+        if norm == "global":
+            S = sum(a * d for a, d in zip(layer.alphas, deltas)).double()
+            W = layer.weight0.double() + layer.gamma.double() * S / torch.linalg.matrix_norm(S)
+        elif norm == "task":
+            W = layer.weight0 + sum(a * d / n for a, d, n in zip(layer.alphas, deltas, layer.frozen_norms))
+        else:
+            W = layer.weight0 + sum(deltas)
+        ref = x.double() @ W.double().T + layer.bias0.double()
+    torch.testing.assert_close(cached.double(), ref, rtol=1e-5, atol=1e-6)
+    calls = []
+    cls = type(layer.adapters[0])
+    original = cls.delta
+    monkeypatch.setattr(cls, "delta", lambda self: calls.append(1) or original(self))
+    with torch.no_grad():
+        again = layer(x)
+    assert not calls  # a second inference forward contracts no tensor train
+    torch.testing.assert_close(again, cached, rtol=0, atol=0)
+    layer.cache = False
+    with torch.no_grad():
+        torch.testing.assert_close(layer(x), cached, rtol=1e-6, atol=1e-6)
+    assert len(calls) == len(layer.adapters)
+
+
+def test_cache_is_invalidated_by_training_and_new_tasks():
+    layer = _layer_with_tasks(n_tasks=3)
+    x = torch.randn(5, 16, generator=torch.Generator().manual_seed(4))
+    with torch.no_grad():
+        before = layer(x)
+    _train_layer(layer, steps=3, seed=9)  # the old alphas train: the merged weight changes
+    with torch.no_grad():
+        after, rebuilt = layer(x), layer.merged_weight(use_cache=False)
+    assert not torch.allclose(after, before)
+    torch.testing.assert_close(after, x @ rebuilt.T + layer.bias0)
+    layer.start_task()
+    _train_layer(layer, steps=3, seed=10)
+    with torch.no_grad():
+        torch.testing.assert_close(layer(x), x @ layer.merged_weight(use_cache=False).T + layer.bias0)
+        with torch.no_grad():
+            layer.gamma.copy_(layer.gamma * 2)  # an in-place edit of a parameter invalidates it too
+        torch.testing.assert_close(layer(x), x @ layer.merged_weight(use_cache=False).T + layer.bias0)
+
+
+def test_cached_inference_is_faster_after_ten_tasks():
+    import time
+
+    layer = AdaptedLinear(nn.Linear(128, 128), adapter="mpo", normalization="global", rank=4)
+    for t in range(10):
+        layer.start_task()
+        randomize(layer.adapters[-1], t)
+        layer.end_task()
+    x = torch.randn(64, 128)
+
+    def best(cache, n=30):
+        layer.cache = cache
+        out = []
+        with torch.no_grad():
+            for _ in range(n):
+                t0 = time.perf_counter()
+                layer(x)
+                out.append(time.perf_counter() - t0)
+        return min(out)
+
+    assert best(False) > 3 * best(True)
+
+
+def test_wrong_feature_count_is_a_value_error_naming_x():
+    learner = ClassIncrementalLearner(mlp_backbone(8, (8,)), epochs=1)
+    X, y = np.random.default_rng(0).normal(size=(10, 8)), np.array([0, 1] * 5)
+    with pytest.raises(ValueError, match="X"):
+        learner.fit_task(X[:, :5], y)
+    assert not learner.heads and not learner.adapted[0].adapters  # a failed task leaves no trace
+    learner.fit_task(X, y)
+    with pytest.raises(ValueError, match="X must have 8 features"):
+        learner.predict(X[:, :5])
+    with pytest.raises(ValueError, match="X must have 8 features"):
+        learner.fit_task(X[:, :5], y + 2)
+    with pytest.raises(ValueError, match="task"):
+        learner.predict(X, task=1)
+    s = SimpleCIL(mlp_backbone(8, (8,)))
+    with pytest.raises(ValueError, match="X"):
+        s.fit_task(X[:, :3], y)
+    s.fit_task(X, y)
+    with pytest.raises(ValueError, match="X must have 8 features"):
+        s.predict(X[:, :3])
+    with pytest.raises(ValueError, match="x must have 8 features"):
+        learner.adapted[0](torch.zeros(2, 3))
+
+
+def test_task_aware_prediction_is_the_nearest_prototype_among_the_task_classes():
+    bb = mlp_backbone(16, (8,))
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(40, 16)).astype(np.float32)
+    s = SimpleCIL(bb).fit_task(X[:20], np.repeat([3, 1], 10)).fit_task(X[20:], np.repeat([7, 5], 10))
+    with torch.no_grad():
+        H = bb(torch.from_numpy(X)).numpy()
+    H = H / np.linalg.norm(H, axis=1, keepdims=True)
+    protos = {c: H[i * 10 : (i + 1) * 10].mean(0) for i, c in enumerate([3, 1, 7, 5])}
+    for task, cls in [(0, [1, 3]), (1, [5, 7])]:
+        P = np.stack([protos[c] / np.linalg.norm(protos[c]) for c in cls])
+        np.testing.assert_array_equal(s.predict(X, task=task), np.asarray(cls)[np.argmax(H @ P.T, axis=1)])
+
+
+def test_learner_leaves_torch_global_rng_alone():
+    torch.manual_seed(123)
+    expected = torch.rand(3)
+    torch.manual_seed(123)
+    bb = mlp_backbone(8, (8,), seed=5)
+    learner = ClassIncrementalLearner(bb, epochs=1)
+    learner.fit_task(np.random.default_rng(0).normal(size=(10, 8)), np.array([0, 1] * 5))
+    torch.testing.assert_close(torch.rand(3), expected)
+
+
+def test_plasticity_is_the_mean_task_aware_accuracy():
+    r = StreamResult(np.zeros((2, 2)), 0, new_task_accuracy=[90.0, 70.0])
+    assert r.plasticity == pytest.approx(80.0)

@@ -490,6 +490,13 @@ class ModelLens:
         if enc is not None and has_text:
             self.text_width_ = int(enc(["probe"]).shape[1])
 
+        with torch.random.fork_rng(devices=[]):  # seeded; torch's global RNG is left as it was
+            torch.manual_seed(seed)
+            self._build_and_train(df, rng)
+        self.n_records_ = len(df)
+        return self
+
+    def _build_and_train(self, df: pd.DataFrame, rng: np.random.Generator) -> None:
         cfg = {
             "id_dim": self.id_dim,
             "token_dim": self.token_dim,
@@ -499,7 +506,6 @@ class ModelLens:
             "n_hash": self.n_hash,
             "dropout": self.dropout,
         }
-        torch.manual_seed(seed)
         self.net_ = _LensNet(
             len(self.model_index_),
             len(self.dataset_index_),
@@ -521,8 +527,21 @@ class ModelLens:
         metric = df["metric"].map(self.metric_index_).to_numpy()
         self._train_loop(df, m_row, d_row, task, metric, rng)
         del self._train_models, self._train_data
-        self.n_records_ = len(df)
-        return self
+
+    def val_loss_plateau(self, window: int = 5) -> float:
+        """Relative improvement of the best validation loss during the last ``window`` epochs of training,
+        (min over earlier epochs - min over all) / |min over all|: 0 when early stopping fired (with ``window``
+        at most ``patience`` + 1), small on a plateau, large while the model is still learning; inf when fewer
+        than ``window`` + 1 epochs ran, NaN without validation data."""
+        self._check_fitted()
+        _check_int("window", window, 1)
+        vals = [h["val_loss"] for h in self.history_ if "val_loss" in h]
+        if not vals:
+            return math.nan
+        if len(vals) <= window:
+            return math.inf
+        best = min(vals)
+        return (min(vals[:-window]) - best) / max(abs(best), 1e-12)
 
     def _forward(self, m_inp, d_inp, m_row, d_row, task, metric, drop_rng=None):
         net = self.net_
@@ -625,6 +644,7 @@ class ModelLens:
         if best_state is not None:
             self.net_.load_state_dict(best_state)
         self.n_epochs_ = len(self.history_)
+        self.stopped_early_ = bool(len(val_groups) and waited > self.patience)
         self.net_.eval()
 
     def _listwise(self, s, z_hat, idx, t_z):
@@ -731,13 +751,17 @@ class ModelLens:
         if "description" not in frame:
             frame = frame.assign(description="")
         frame = frame.assign(description=frame["description"].fillna("").astype(str))
-        unknown = set(frame.columns) - set(self.meta_columns_) - {"description"}
-        numeric = [c for c in self.meta_columns_ if c in frame]
-        if numeric:
-            vals = frame[numeric].apply(pd.to_numeric, errors="coerce").to_numpy(float)
-            if np.isinf(vals).any():
-                raise ValueError("dataset meta-features must be finite or NaN (missing)")
-        del unknown  # extra columns are ignored: side information the model was not trained on
+        # extra columns are ignored: side information the model was not trained on
+        for c in (c for c in self.meta_columns_ if c in frame):
+            raw = frame[c]
+            vals = pd.to_numeric(raw, errors="coerce")
+            bad = vals.isna() & raw.notna()
+            if bad.any():
+                raise ValueError(
+                    f"dataset meta-feature {c!r} must be numeric (NaN or None for missing), got {raw[bad].iloc[0]!r}"
+                )
+            if np.isinf(vals.to_numpy(float)).any():
+                raise ValueError(f"dataset meta-feature {c!r} must be finite or NaN (missing)")
         return frame, False
 
     @torch.no_grad()

@@ -171,6 +171,8 @@ class AdaptedLinear(nn.Module):
     learn_gamma : train the global budget gamma after the first task (default: fixed at ||S_1||_F).
     train_old_alphas : train the historical alpha_t while later tasks are learned (default True).
     eps : floor of ||S_T||_F below which the global normalisation is skipped.
+    cache : reuse frozen adapters' dense deltas, and without autograd the merged weight, until a tensor they
+        depend on changes (default True; False rebuilds every task's update on every forward).
     """
 
     def __init__(
@@ -187,6 +189,7 @@ class AdaptedLinear(nn.Module):
         out_shape: Sequence[int] | None = None,
         eps: float = 1e-8,
         seed: int = 0,
+        cache: bool = True,
     ):
         super().__init__()
         if not isinstance(base, nn.Linear):
@@ -214,6 +217,7 @@ class AdaptedLinear(nn.Module):
             float(eps),
         )
         self.in_shape, self.out_shape = in_shape, out_shape
+        self.cache = bool(cache)
         self.generator = torch.Generator().manual_seed(int(seed))
         self.adapters = nn.ModuleList()
         self.alphas = nn.ParameterList()
@@ -239,6 +243,7 @@ class AdaptedLinear(nn.Module):
         """Add (or, when shared, keep) the adapter that the coming task trains."""
         if self.shared and len(self.adapters):
             return
+        self.clear_cache()
         self.adapters.append(self._new_adapter())
         self.alphas.append(nn.Parameter(torch.tensor(1.0), requires_grad=self.normalization == "global"))
 
@@ -249,6 +254,7 @@ class AdaptedLinear(nn.Module):
         if self.shared:
             return
         current = self.adapters[-1]
+        self.clear_cache()
         with torch.no_grad():
             if self.normalization == "task":
                 norm = torch.linalg.matrix_norm(current.delta()).clamp_min(self.eps)
@@ -265,39 +271,80 @@ class AdaptedLinear(nn.Module):
         self.gamma.requires_grad_(self.normalization == "global" and self.learn_gamma)
 
     # --- the merged weight ---------------------------------------------------------------------------------
-    def _sum(self) -> torch.Tensor:
+    # Caching. A frozen adapter's dense delta is contracted once and reused until one of its tensors changes
+    # (every tensor's identity, storage and in-place version counter form the cache key, so optimizer steps,
+    # ``copy_`` under ``no_grad`` and new tasks invalidate it). Without autograd (``torch.no_grad()``,
+    # inference) the whole merged weight is cached the same way, so ``predict`` does one matmul per layer
+    # instead of rebuilding every task's tensor train. ``use_cache=False`` recomputes everything.
+    @staticmethod
+    def _key(tensors) -> tuple:
+        return tuple((id(t), t.data_ptr(), t._version) for t in tensors)
+
+    def clear_cache(self) -> None:
+        """Drop the cached deltas and merged weight (they are also invalidated automatically on any change)."""
+        self._merged_cache = None
+        for ad in self.adapters:
+            ad._delta_cache = None
+
+    def _delta(self, ad: nn.Module, use_cache: bool = True) -> torch.Tensor:
+        params = list(ad.parameters())
+        if not use_cache or (torch.is_grad_enabled() and any(p.requires_grad for p in params)):
+            return ad.delta()
+        key = self._key(params)
+        hit = getattr(ad, "_delta_cache", None)
+        if hit is not None and hit[0] == key:
+            return hit[1]
+        with torch.no_grad():
+            d = ad.delta()
+        ad._delta_cache = (key, d)
+        return d
+
+    def _sum(self, use_cache: bool = True) -> torch.Tensor:
         return sum(
-            (a * ad.delta() for a, ad in zip(self.alphas, self.adapters, strict=True)),
+            (a * self._delta(ad, use_cache) for a, ad in zip(self.alphas, self.adapters, strict=True)),
             torch.zeros_like(self.weight0),
         )
 
-    def update(self) -> torch.Tensor:
+    def update(self, use_cache: bool = True) -> torch.Tensor:
         """W - W0 under the layer's normalisation."""
         if not len(self.adapters):
             return torch.zeros_like(self.weight0)
         if self.normalization == "none":
-            return sum((ad.delta() for ad in self.adapters), torch.zeros_like(self.weight0))
+            return sum((self._delta(ad, use_cache) for ad in self.adapters), torch.zeros_like(self.weight0))
         if self.normalization == "task":
             n_frozen = len(self.frozen_norms)
             out = torch.zeros_like(self.weight0)
             for t, ad in enumerate(self.adapters):
                 if t < n_frozen:
-                    out = out + self.alphas[t] * ad.delta() / self.frozen_norms[t]
+                    out = out + self.alphas[t] * self._delta(ad, use_cache) / self.frozen_norms[t]
                 else:
-                    out = out + ad.delta()  # the current task's update, unnormalised while it trains
+                    out = out + self._delta(ad, use_cache)  # the current task's update, unnormalised
             return out
-        S = self._sum()
+        S = self._sum(use_cache)
         if not bool(self.gamma_set):
             return S  # first task: S starts at zero, nothing to normalise yet
         # in float64, so that ||W - W0||_F = gamma holds to float32 rounding of the entries (~1e-8 relative)
         S64 = S.double()
         return (self.gamma.double() * S64 / torch.linalg.matrix_norm(S64).clamp_min(self.eps)).to(S.dtype)
 
-    def merged_weight(self) -> torch.Tensor:
-        return self.weight0 + self.update()
+    def merged_weight(self, use_cache: bool = True) -> torch.Tensor:
+        """W = W0 + update; without autograd the result is cached until a parameter, buffer or task changes."""
+        if not use_cache or torch.is_grad_enabled():
+            return self.weight0 + self.update(use_cache)
+        key = (len(self.adapters), self._key([*self.parameters(), *self.buffers()]))
+        hit = getattr(self, "_merged_cache", None)
+        if hit is not None and hit[0] == key:
+            return hit[1]
+        W = self.weight0 + self.update()
+        self._merged_cache = (key, W)
+        return W
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return F.linear(x, self.merged_weight(), self.bias0)
+        if x.ndim < 1 or x.shape[-1] != self.in_features:
+            raise ValueError(
+                f"x must have {self.in_features} features in its last dimension, got shape {tuple(x.shape)}"
+            )
+        return F.linear(x, self.merged_weight(use_cache=self.cache), self.bias0)
 
     # --- parameter accounting -------------------------------------------------------------------------------
     def stored_parameters(self) -> int:
