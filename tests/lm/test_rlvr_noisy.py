@@ -100,14 +100,16 @@ def test_unparsable_is_none_not_an_error(bad):
     "tower",
     ["9^9^9", "10**10**10", "2^(3^(4^5))", "(2^9)^9", "2^{999*999}", r"10^{10^{10}}", "99999!", "(" * 200],
 )
-def test_exponent_towers_are_undecided_within_a_second(tower):
+def test_exponent_towers_are_undecided_quickly(tower):
+    # unbounded, each of these runs for minutes or forever; bounded, in milliseconds. The wall-clock bar is
+    # wide (10 s) so that a loaded CI machine or math-verify's first import cannot make it flaky
     t0 = time.perf_counter()
     assert over_bound(tower) or tower.startswith("(")
     assert parse_answer(tower) == []
     assert equivalent(tower, "5") is None
     assert reverify("p", tower, ["5"]).verdict == "undecided"
     assert reverify("p", "5", [tower, "5"]).verdict == "correct"  # a bounded member still decides
-    assert time.perf_counter() - t0 < 1.0
+    assert time.perf_counter() - t0 < 10.0
 
 
 def test_bound_holds_off_the_main_thread():
@@ -116,9 +118,9 @@ def test_bound_holds_off_the_main_thread():
     worker = threading.Thread(target=lambda: out.append(reverify("p", "9^9^9", ["10**10**10"]).verdict))
     t0 = time.perf_counter()
     worker.start()
-    worker.join(timeout=5.0)
+    worker.join(timeout=30.0)
     assert not worker.is_alive() and out == ["undecided"]
-    assert time.perf_counter() - t0 < 1.0
+    assert time.perf_counter() - t0 < 10.0
 
 
 def test_bounded_powers_still_evaluate():
