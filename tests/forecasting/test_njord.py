@@ -200,6 +200,34 @@ def small_problem():
     return mask, ocean, data, mesh
 
 
+def test_from_ocean_refuses_bad_fields(small_problem):
+    mask, ocean, _, _ = small_problem
+    states, forcing = ocean.states.copy(), ocean.forcing.copy()
+    land = np.argwhere(~mask)[0]
+    states[:, :, land[0], land[1]] = np.nan  # NaN on land is fine: land cells are never read
+    ForecastData.from_ocean(states, forcing, mask, 30)
+    sea = np.argwhere(mask)[0]
+    states[5, 0, sea[0], sea[1]] = np.nan
+    with pytest.raises(ValueError, match="states must be finite on every sea cell: 1 are not"):
+        ForecastData.from_ocean(states, forcing, mask, 30)
+    bad_forcing = forcing.copy()
+    bad_forcing[0, sea[0], sea[1]] = np.inf
+    with pytest.raises(ValueError, match="forcing must be finite"):
+        ForecastData.from_ocean(ocean.states, bad_forcing, mask, 30)
+    with pytest.raises(ValueError, match="mask"):
+        ForecastData.from_ocean(ocean.states, forcing, mask.astype(int), 30)
+    with pytest.raises(ValueError, match="states must have shape"):
+        ForecastData.from_ocean(ocean.states[:, :, :-1], forcing, mask, 30)
+    with pytest.raises(ValueError, match="forcing must have shape"):
+        ForecastData.from_ocean(ocean.states, forcing[:-1], mask, 30)
+    with pytest.raises(ValueError, match="train_days"):
+        ForecastData.from_ocean(ocean.states, forcing, mask, 2)
+    with pytest.raises(ValueError, match="train_days"):
+        ForecastData.from_ocean(ocean.states, forcing, mask, 10_000)
+    with pytest.raises(ValueError, match="constant"):
+        ForecastData.from_ocean(np.ones_like(ocean.states), forcing, mask, 30)
+
+
 def test_forecaster_shapes_latent_and_bad_input(small_problem):
     _, _, data, mesh = small_problem
     det = GraphForecaster(mesh, data.n_in, 2, d=8)

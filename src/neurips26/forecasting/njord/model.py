@@ -185,11 +185,43 @@ class ForecastData:
     def from_ocean(
         states: np.ndarray, forcing: np.ndarray, mask: np.ndarray, train_days: int
     ) -> ForecastData:
+        """From gridded fields: ``states`` (days, V, H, W), ``forcing`` (days, H, W), the sea ``mask`` (H, W),
+        and ``train_days``, the leading days whose statistics normalise everything (no test-period leakage).
+
+        Every sea cell must be finite (land cells may hold anything, NaN included), and every variable must
+        vary over the training days."""
+        states, forcing, mask = np.asarray(states), np.asarray(forcing), np.asarray(mask)
+        if mask.ndim != 2 or mask.dtype != bool or not mask.any():
+            raise ValueError(
+                f"mask must be a 2-D boolean array with a sea cell, got {mask.shape} {mask.dtype}"
+            )
+        if states.ndim != 4 or states.shape[2:] != mask.shape:
+            raise ValueError(
+                f"states must have shape (days, V, {mask.shape[0]}, {mask.shape[1]}), got {states.shape}"
+            )
+        if forcing.shape != (states.shape[0], *mask.shape):
+            raise ValueError(f"forcing must have shape {(states.shape[0], *mask.shape)}, got {forcing.shape}")
+        if isinstance(train_days, bool) or not isinstance(train_days, (int, np.integer)):
+            raise ValueError(f"train_days must be an integer, got {train_days!r}")
+        if not 3 <= train_days <= states.shape[0]:
+            raise ValueError(
+                f"train_days must be in [3, {states.shape[0]}] (the days given), got {train_days}"
+            )
+        for name, a in (("states", states[:, :, mask]), ("forcing", forcing[:, mask])):
+            if not np.isfinite(a).all():
+                raise ValueError(
+                    f"{name} must be finite on every sea cell: {int((~np.isfinite(a)).sum())} are not"
+                )
         s = np.moveaxis(states[:, :, mask], 1, 2)  # (days, N, V)
         mean, std = s[:train_days].mean(axis=(0, 1)), s[:train_days].std(axis=(0, 1))
+        if not (std > 0).all():
+            raise ValueError(
+                f"states: variable(s) {np.flatnonzero(~(std > 0)).tolist()} are constant over the training days"
+            )
         s = (s - mean) / std
         f = forcing[:, mask][..., None]
-        f = f / f[:train_days].std()
+        f_std = f[:train_days].std()
+        f = f / f_std if f_std > 0 else f
         rows, cols = np.nonzero(mask)
         static = np.column_stack([rows / mask.shape[0], cols / mask.shape[1]])
         dstd = np.diff(s[:train_days], axis=0).std(axis=(0, 1))
