@@ -169,6 +169,10 @@ def test_flowsr_fit_predict_on_digits():
     many = model.predict(LR[:5], n_samples=3, seed=1)
     assert out.shape == (5, 1, 8, 8) and many.shape == (3, 5, 1, 8, 8)
     assert np.isfinite(many).all() and many.std(0).mean() > 0  # noise-started: draws differ
+    with pytest.raises(ValueError, match="lr_images must be"):
+        model.predict(X[:5])  # HR-sized input where LR is expected used to pass silently
+    with pytest.raises(ValueError, match="lr_images must be"):
+        model.predict(LR[:5, :, :2])
 
 
 @pytest.mark.experiment

@@ -362,6 +362,7 @@ class FlowSR:
                 seed=self.seed,
             )
         self.shape_ = tuple(x.shape[1:])
+        self.lr_shape_ = tuple(c.shape[1:])
         return self
 
     @torch.no_grad()
@@ -369,6 +370,11 @@ class FlowSR:
         if not hasattr(self, "student_"):
             raise RuntimeError("this FlowSR is not fitted yet; call fit first")
         c = as_image_tensor(lr_images, "lr_images", ndim=4)
+        if tuple(c.shape[1:]) != self.lr_shape_:
+            raise ValueError(
+                f"lr_images must be (N, {', '.join(map(str, self.lr_shape_))}) like the training inputs, "
+                f"got {tuple(c.shape)}"
+            )
         k = 1 if n_samples is None else check_positive_int(n_samples, "n_samples")
         gen = torch.Generator().manual_seed(int(seed))
         out = []
