@@ -87,6 +87,22 @@ def test_unused_codes_restart_at_encoder_outputs():
     assert near.sum() >= 8
 
 
+def test_restarts_fire_at_the_defaults_within_a_few_calls():
+    # the defaults used to need 688 idle calls before a restart (quick mode makes 96): a shifted, spread-out
+    # cloud must take most of the codebook within ten calls
+    torch.manual_seed(0)
+    vq = VectorQuantizer(n_codes=64, code_dim=4, n_codebooks=2).train()
+    gen = torch.Generator().manual_seed(1)
+    for _ in range(10):
+        vq(20.0 + 3.0 * torch.randn(2048, 8, generator=gen))
+    vq.eval()
+    _, idx, _, _ = vq(20.0 + 3.0 * torch.randn(4096, 8, generator=gen))
+    used = [len(torch.unique(idx[:, g])) for g in range(2)]
+    assert min(used) >= 32, used  # without restarts, one or two initial codes take every vector
+    with pytest.raises(ValueError, match="restart_threshold"):
+        VectorQuantizer(restart_threshold=1.5)
+
+
 def test_slice_differential_loss_definition():
     rng = np.random.default_rng(0)
     x, xh = rng.random((2, 1, 5, 4, 4)), rng.random((2, 1, 5, 4, 4))

@@ -69,6 +69,13 @@ class VectorQuantizer(nn.Module):
 
     ``forward(z)`` with ``z`` of shape ``(..., n_codebooks * code_dim)`` returns
     ``(quantised (straight-through), indices (..., n_codebooks), commitment loss, perplexity per codebook)``.
+
+    Dead-code restarts: in training, a code whose EMA assignment count falls below ``restart_threshold`` times
+    its fair share of the batch (``n / n_codes`` of the ``n`` vectors quantised per call) is moved to a random
+    encoder output of the batch, with a count of twice the bar, so it has ``ln 2 / -ln decay`` calls (69 at
+    ``decay=0.99``) to win vectors before it can restart again. The bar is relative, so restarts fire from the
+    first calls whatever the batch size; the initial random codes are replaced by encoder outputs this way (a
+    data-dependent initialisation, as in Jukebox's and SoundStream's random restarts).
     """
 
     def __init__(
@@ -78,7 +85,7 @@ class VectorQuantizer(nn.Module):
         n_codebooks: int = 2,
         beta: float = 0.25,
         decay: float = 0.99,
-        restart_threshold: float = 1e-3,
+        restart_threshold: float = 0.1,
     ) -> None:
         super().__init__()
         self.n_codes = check_positive_int(n_codes, "n_codes", 2)
@@ -86,6 +93,10 @@ class VectorQuantizer(nn.Module):
         self.n_codebooks = check_positive_int(n_codebooks, "n_codebooks")
         if not 0 <= decay < 1:
             raise ValueError(f"decay must be in [0, 1), got {decay}")
+        if not 0 <= restart_threshold < 1:
+            raise ValueError(
+                f"restart_threshold must be a fraction of the fair share in [0, 1), got {restart_threshold}"
+            )
         self.beta, self.decay, self.restart_threshold = float(beta), float(decay), float(restart_threshold)
         self.register_buffer("codebooks", torch.randn(self.n_codebooks, self.n_codes, self.code_dim))
         self.register_buffer("ema_count", torch.ones(self.n_codebooks, self.n_codes))
@@ -119,15 +130,16 @@ class VectorQuantizer(nn.Module):
                     torch.einsum("ngk,ngc->gkc", onehot, flat.detach()), alpha=1 - self.decay
                 )
                 self.codebooks.copy_(self.ema_sum / self.ema_count.clamp_min(1e-5)[..., None])
-                dead = self.ema_count < self.restart_threshold
+                bar = self.restart_threshold * len(flat) / self.n_codes
+                dead = self.ema_count < bar
                 if dead.any():  # restart unused codes at random encoder outputs of this batch
                     for g in range(self.n_codebooks):
                         n_dead = int(dead[g].sum())
                         if n_dead:
                             pick = torch.randint(len(flat), (n_dead,), device=flat.device)
                             self.codebooks[g, dead[g]] = flat[pick, g].detach()
-                            self.ema_sum[g, dead[g]] = flat[pick, g].detach()
-                            self.ema_count[g, dead[g]] = 1.0
+                            self.ema_count[g, dead[g]] = 2.0 * bar
+                            self.ema_sum[g, dead[g]] = 2.0 * bar * flat[pick, g].detach()
         loss = self.beta * F.mse_loss(z, q.detach())
         probs = onehot.mean(0)  # (G, K)
         perplexity = torch.exp(-(probs * torch.log(probs + 1e-10)).sum(-1))
