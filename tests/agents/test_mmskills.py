@@ -17,11 +17,13 @@ from neurips26.agents.mmskills import (
     DirectInjectionAgent,
     EpisodeSpec,
     NoSkillAgent,
+    ScreenTextSkillAgent,
     SkillPackage,
     StateCard,
     TextSkillAgent,
     TileParser,
     View,
+    cue_verified,
     group_workflows,
     induce_library,
     induce_procedure,
@@ -123,6 +125,32 @@ def test_tile_parser_reads_the_grid_it_was_not_fitted_on():
         TileParser(8).parse(a)
     with pytest.raises(ValueError, match="tile"):
         TileParser(0)
+
+
+def test_tile_parser_recognises_objects_in_colours_it_never_saw():
+    # MiniGrid's own tile renderer: fit on red objects only, parse the same objects in every other colour
+    from minigrid.core.grid import Grid
+    from minigrid.core.world_object import Ball, Box, Door, Goal, Key
+
+    def strip(objects):
+        return np.concatenate([Grid.render_tile(o, None, False, 8) for o in objects], axis=1).astype(np.uint8)
+
+    def kinds(colour):
+        return [
+            (Door(colour, is_locked=True), "door:locked"),
+            (Door(colour), "door:closed"),
+            (Door(colour, is_open=True), "door:open"),
+            (Key(colour), "key"),
+            (Ball(colour), "ball"),
+            (Box(colour), "box"),
+        ]
+
+    fit = kinds("red") + [(Goal(), "goal"), (None, "empty")]
+    parser = TileParser(8).fit([strip([o for o, _ in fit])], [np.array([[c for _, c in fit]], dtype=object)])
+    for colour in ("green", "blue", "purple", "yellow", "grey"):
+        objects = kinds(colour)
+        got = parser.parse(strip([o for o, _ in objects]))[0].tolist()
+        assert got == [c for _, c in objects], colour
 
 
 # --- generator ---------------------------------------------------------------------------------------------------------
@@ -252,6 +280,77 @@ def test_agents_run_and_mmskills_handles_late_start_stages(library):
     mm = results["MMSkills (branch)"]
     assert mm.success and mm.consults >= 1 and mm.context_images == 0
     assert results["direct injection"].context_images > 0
+
+
+def _card(cue: str) -> StateCard:
+    return StateCard("s0", "goal", "stage start", "", "", [], cue, "", [])
+
+
+def test_verification_cue_is_read_from_the_screen():
+    unlock = _card("door:locked no longer visible; door:open appears")
+    assert cue_verified(unlock, {"key", "door:open"}, terminated=False)
+    assert not cue_verified(unlock, {"door:locked", "door:open"}, terminated=False)  # still locked
+    assert not cue_verified(unlock, {"key"}, terminated=False)  # no open door on screen
+    pick = _card("key no longer visible")
+    assert cue_verified(pick, {"door:locked"}, False) and not cue_verified(
+        pick, {"key", "door:locked"}, False
+    )
+    goal = _card("the step changes nothing visible: check the task's end signal")
+    assert cue_verified(goal, set(), True) and not cue_verified(goal, {"goal"}, False)
+    with pytest.raises(ValueError, match="not understood"):
+        cue_verified(_card("the door looks different"), set(), False)
+
+
+def test_generated_cues_verify_on_the_expert_and_fail_before_the_step(library):
+    # the cue written for each stage holds on the screen after the expert's step on an unseen layout, and not
+    # on the screen before it
+    skill = next(s for s in library.skills if s.procedure[-1] == "pickup:box")
+    for stage, card in enumerate(skill.cards[:-1]):  # the last step ends the episode
+        env, ctl = start_episode(EpisodeSpec("unlockpickup", 4321, stage))
+        on_screen = {c for c in library.parser.parse(render(env)).ravel() if c in library.parser.classes_}
+        assert not cue_verified(card, on_screen, False), card.verification_cue
+        assert ctl.execute(skill.procedure[stage], budget=10**6)
+        on_screen = {c for c in library.parser.parse(render(env)).ravel() if c in library.parser.classes_}
+        assert cue_verified(card, on_screen, False), card.verification_cue
+
+
+def test_screen_reading_text_agent_locates_stages_without_images(library):
+    skill = next(s for s in library.skills if s.procedure[-1] == "pickup:box")
+    agent = ScreenTextSkillAgent(skill, library.parser)
+    hits = []
+    for seed in range(300, 306):
+        for stage in range(4):
+            env, _ = start_episode(EpisodeSpec("unlockpickup", seed, stage, walk=2, walk_seed=seed))
+            matched, loaded = agent.locate(render(env), prior=0)
+            assert loaded == 0  # text only: no skill image is ever loaded
+            hits.append(matched == stage)
+    assert np.mean(hits) >= 0.8
+    r = run_episode(agent, EpisodeSpec("unlockpickup", 321, start_stage=3, walk=2, walk_seed=1))
+    assert r.success and r.context_images == 0 and set(r.views_per_consult) == {0}
+
+
+def test_agents_and_specs_bad_input(library):
+    skill = library.skills[0]
+    with pytest.raises(ValueError, match="family"):
+        EpisodeSpec("maze", 1)
+    with pytest.raises(ValueError, match="start_stage"):
+        EpisodeSpec("doorkey", 1, start_stage=9)
+    with pytest.raises(ValueError, match="start_stage"):
+        EpisodeSpec("doorkey", 1, start_stage=-1)
+    with pytest.raises(ValueError, match="walk"):
+        EpisodeSpec("doorkey", 1, walk=-3)
+    with pytest.raises(ValueError, match="budget_factor"):
+        run_episode(NoSkillAgent(), EpisodeSpec("doorkey", 1), budget_factor=float("nan"))
+    with pytest.raises(ValueError, match="theta"):
+        BranchSkillAgent(skill, library.parser, float("nan"))
+    with pytest.raises(ValueError, match="max_rounds"):
+        BranchSkillAgent(skill, library.parser, 0.1, max_rounds=0)
+    with pytest.raises(ValueError, match="max_consults"):
+        ScreenTextSkillAgent(skill, library.parser, max_consults=0)
+    with pytest.raises(ValueError, match="fitted"):
+        ScreenTextSkillAgent(skill, TileParser(8))
+    with pytest.raises(ValueError, match="noise"):
+        record_trajectory("doorkey", 1, 2.0, np.random.default_rng(0))
 
 
 @pytest.mark.experiment

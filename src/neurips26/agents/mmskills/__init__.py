@@ -10,6 +10,7 @@ reads SKILL.md and the cards, loads views one at a time and matches them with th
     branch(S, o_t) = first j (in order of plausibility) with d(o_t, V_j) <= theta, else "no match",
 
 returning the stage j and its next step; the branch and its images are discarded, only the note stays.
+:class:`ScreenTextSkillAgent` is the text-only condition: the same live screen, the cards' text cues only.
 
 [reconstructed] The VLM is replaced by a fixed visual matcher (:class:`TileParser`: tiles -> object classes,
 idf-weighted presence, cosine), the LLM generator by deterministic steps (:mod:`.generator`), the GUI by
@@ -25,7 +26,9 @@ from .agents import (
     DirectInjectionAgent,
     EpisodeResult,
     NoSkillAgent,
+    ScreenTextSkillAgent,
     TextSkillAgent,
+    cue_verified,
     run_episode,
 )
 from .generator import (
@@ -48,6 +51,7 @@ __all__ = [
     "TileParser",
     "BranchSkillAgent",
     "TextSkillAgent",
+    "ScreenTextSkillAgent",
     "NoSkillAgent",
     "DirectInjectionAgent",
     "EpisodeSpec",
@@ -59,6 +63,7 @@ __all__ = [
     "EpisodeResult",
     "Library",
     "Trajectory",
+    "cue_verified",
     "group_workflows",
     "induce_procedure",
     "purity",

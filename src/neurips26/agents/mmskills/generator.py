@@ -22,6 +22,7 @@ import numpy as np
 
 from .gridworld import (
     DROP,
+    FAMILIES,
     FORWARD,
     PICKUP,
     TILE,
@@ -69,6 +70,11 @@ class Trajectory:
 def record_trajectory(family: str, seed: int, noise: float, rng: np.random.Generator) -> Trajectory:
     """Scripted expert with noisy detours: before each subgoal, with probability ``noise``, 2-6 random actions
     (turns and moves; one in five detours also tries a random pickup / drop / toggle, which can add events)."""
+    if family not in FAMILIES:
+        raise ValueError(f"family must be one of {sorted(FAMILIES)}, got {family!r}")
+    noise = float(noise)
+    if not 0.0 <= noise <= 1.0:
+        raise ValueError(f"noise must be a probability in [0, 1], got {noise!r}")
     env = make_env(family, seed)
     ctl = Controller(env)
     frames, labels, poss, befores, events = [render(env)], [cell_labels(env)], [positions(env)], [], []

@@ -357,6 +357,19 @@ class EpisodeSpec:
     walk: int = 0  # number of random moves after fast-forwarding
     walk_seed: int = 0
 
+    def __post_init__(self) -> None:
+        if self.family not in FAMILIES:
+            raise ValueError(f"family must be one of {sorted(FAMILIES)}, got {self.family!r}")
+        for name in ("seed", "start_stage", "walk", "walk_seed"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
+                raise ValueError(f"{name} must be a non-negative integer, got {v!r}")
+        n = len(FAMILIES[self.family].procedure)
+        if self.start_stage >= n:
+            raise ValueError(
+                f"start_stage must be below {n} (the {self.family!r} procedure's steps), got {self.start_stage}"
+            )
+
 
 def start_episode(spec: EpisodeSpec, absent: str = "search") -> tuple[Any, Controller]:
     """The env in the spec's start state (deterministic), with a fresh controller (step count 0)."""

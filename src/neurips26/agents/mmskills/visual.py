@@ -3,8 +3,9 @@
 The generator knows, for its own trajectories, which object occupies each grid cell (the audit cards'
 grounding). From those frames it builds a tile dictionary: every distinct rendered tile appearance -> the object
 class it showed (type and door state, colour ignored: ``key``, ``door:locked``, ``door:open``, ``goal``, ...). A
-live frame is parsed tile by tile (exact appearance, else the known tile of the nearest shape: lit-pixel mask,
-Hamming distance, so an object in a colour never seen is still recognised), and its
+live frame is parsed tile by tile (exact appearance, else the known tile of the nearest shape: per-pixel
+brightness relative to the tile's brightest in three levels, Hamming distance, so an object in a colour never
+seen is still recognised), and its
 descriptor is the idf-weighted presence vector of the task-object classes seen (walls, floor and the agent are
 background), L2-normalised; ``distance = 1 - cosine``. Nothing else is learned, and the layout (where objects
 are) does not enter, only which objects are visible in which state. [reconstructed: the paper's branch is a
@@ -92,10 +93,18 @@ class TileParser:
         self.idf_ = np.log((1 + len(frames)) / (1 + df)) + 1.0
         return self
 
-    @staticmethod
-    def _mask(block: np.ndarray) -> np.ndarray:
-        """Colour-free shape of a tile: which pixels are lit (any channel above 30)."""
-        return block.reshape(-1, 3).max(axis=1) > 30
+    def _mask(self, block: np.ndarray) -> np.ndarray:
+        """Colour-free shape of a tile: each pixel's brightness relative to the tile's brightest, in three
+        levels (off below 1/4, dim below 4/5, bright). MiniGrid draws an object in one colour at fixed
+        fractions of it (a locked door: a full-colour frame around a 0.45 x colour panel), so the levels do not
+        depend on the colour; a lit/unlit mask does (a locked door and the goal both light every pixel). The
+        first row and column, where the grid lines of constant grey lie, are left out."""
+        b = block.reshape(self.tile, self.tile, 3)[1:, 1:].max(axis=2).astype(np.float64).ravel()
+        top = b.max()
+        if top <= 30:
+            return np.zeros(b.shape, dtype=np.int8)
+        r = b / top
+        return (r >= 0.25).astype(np.int8) + (r >= 0.8).astype(np.int8)
 
     def parse(self, frame: np.ndarray) -> np.ndarray:
         """(h, w) object class of every tile of ``frame``."""
