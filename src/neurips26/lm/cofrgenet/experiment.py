@@ -4,7 +4,8 @@ with its dyadic schedule at depth 5, trains stably at depth 10, and runs at >= 0
 
 Data: Python's own stdlib source, char-level, 90/10 split by file. Model: the stack's 2-layer pre-norm GPT with the
 FFN slot swapped; every variant has the same data, batches, schedule and seed. Throughput is measured in the same
-process on one fixed batch, the variants' training steps interleaved, minimum over repeats.
+process on one fixed batch: one training step of each variant per round, in alternating order, and the ratio of a
+pair of steps from the same round as one replicate.
 """
 
 from __future__ import annotations
@@ -159,10 +160,14 @@ def _unigram_loss(
     return total / n
 
 
-def _throughput(models: dict[str, GPT], x: torch.Tensor, y: torch.Tensor, repeats: int, steps: int) -> dict:
-    """Training tokens/s of each model on one batch: forward, backward, AdamW step; interleaved, min of repeats.
+def _step_times(
+    models: dict[str, GPT], x: torch.Tensor, y: torch.Tensor, rounds: int
+) -> dict[str, np.ndarray]:
+    """CPU seconds of one training step (forward, backward, AdamW) of each model on one batch, per round.
 
-    Timed in process CPU time (one thread), so the ratios do not depend on what else the machine runs."""
+    Each round times one step of every model back to back, in alternating order, so that a pair of steps from
+    one round shares the machine's state (caches, frequency, a neighbour's load); process CPU time, one thread.
+    """
     opts = {k: torch.optim.AdamW(m.parameters(), lr=1e-4) for k, m in models.items()}
     times: dict[str, list[float]] = {k: [] for k in models}
 
@@ -173,15 +178,25 @@ def _throughput(models: dict[str, GPT], x: torch.Tensor, y: torch.Tensor, repeat
         opt.step()
         opt.zero_grad(set_to_none=True)
 
-    for k in models:  # warm-up
+    keys = list(models)
+    for k in keys:  # warm-up
         step(k)
-    for _ in range(repeats):
-        for k in models:
+    for r in range(rounds):
+        for k in keys if r % 2 == 0 else keys[::-1]:
             t0 = time.process_time()  # CPU time: robust to other processes sharing the core
-            for _ in range(steps):
-                step(k)
-            times[k].append((time.process_time() - t0) / steps)
-    return {k: x.numel() / min(v) for k, v in times.items()}
+            step(k)
+            times[k].append(time.process_time() - t0)
+    return {k: np.asarray(v) for k, v in times.items()}
+
+
+def _median_interval(
+    values: np.ndarray, seed: int, level: float = 0.95, n_boot: int = 2000
+) -> tuple[float, float]:
+    """Percentile-bootstrap interval of the median of ``values``."""
+    rng = np.random.default_rng(seed)
+    boots = np.median(values[rng.integers(0, values.size, (n_boot, values.size))], axis=1)
+    lo, hi = np.quantile(boots, [(1 - level) / 2, (1 + level) / 2])
+    return float(lo), float(hi)
 
 
 def _identities() -> tuple[float, float]:
@@ -360,21 +375,38 @@ def run(run: Run) -> None:
     for name, spec in timed_specs.items():
         torch.manual_seed(run.seed)
         timed[name] = GPT(_config(corpus.vocab_size, params, spec))
-    tps = _throughput(timed, x, y, repeats=run.param("timing_repeats", quick=5, full=7), steps=3)
+    times = _step_times(timed, x, y, rounds=run.param("timing_rounds", quick=32, full=48))
+    tokens = x.numel()
     run.table(
         [
-            {"variant": k, "training tokens/s (fixed batch)": v, "ratio to Cffn d=5": v / tps["Cffn d=5"]}
-            for k, v in tps.items()
+            {
+                "variant": k,
+                "training tokens/s (fixed batch, median step)": tokens / float(np.median(v)),
+                "median ratio to Cffn d=5 (paired steps)": float(np.median(times["Cffn d=5"] / v)),
+            }
+            for k, v in times.items()
         ],
         name="throughput",
-        caption="Training step (forward, backward, AdamW) on one batch; variants interleaved; min over repeats",
+        caption="Training step (forward, backward, AdamW) on one batch; one step of each variant per round, "
+        "alternating order; ratio = Cffn's step time over the variant's, per round",
     )
-    ratio = tps["gated CF log/exp d=5"] / tps["Cffn d=5"]
-    run.metric("throughput_direct_vs_cffn_d5", tps["gated CF direct d=5"] / tps["Cffn d=5"])
-    run.metric("throughput_mlp_vs_cffn_d5", tps["MLP 4x GELU"] / tps["Cffn d=5"])
+    # throughput ratio of a variant to Cffn, one value per round (the pair of steps shares the machine's state)
+    pairs = times["Cffn d=5"] / times["gated CF log/exp d=5"]
+    low, high = _median_interval(pairs, run.seed)
+    run.metric("throughput_log_vs_cffn_d5_ci_low", low)
+    run.metric("throughput_log_vs_cffn_d5_ci_high", high)
+    run.metric("throughput_log_vs_cffn_d5_pair_min", float(pairs.min()))
+    run.metric("throughput_log_vs_cffn_d5_pair_max", float(pairs.max()))
+    run.metric(
+        "throughput_direct_vs_cffn_d5", float(np.median(times["Cffn d=5"] / times["gated CF direct d=5"]))
+    )
+    run.metric("throughput_mlp_vs_cffn_d5", float(np.median(times["Cffn d=5"] / times["MLP 4x GELU"])))
     if full:
-        run.metric("throughput_log_vs_cffn_d10", tps["gated CF log/exp d=10"] / tps["Cffn d=10"])
-    run.check("throughput_vs_cffn_d5", ratio)
+        run.metric(
+            "throughput_log_vs_cffn_d10",
+            float(np.median(times["Cffn d=10"] / times["gated CF log/exp d=10"])),
+        )
+    run.check("throughput_vs_cffn_d5", [low, high])
 
     fig, ax = plt.subplots(figsize=(7, 4))
     for name, pts in curves.items():
