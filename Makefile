@@ -65,6 +65,7 @@ seeds: $(STAMP)
 # every full reproduction (hours on 2 cores; SCHEDULER=tcp://HOST:8786 runs them on a Dask cluster), then each
 # complete record is committed as evidence/<slug>/ and the README's tables are regenerated from them
 full: $(STAMP)
+	./tools/system-packages.sh --full
 	$(BIN)/neurips26 run --all --full --jobs $(JOBS) $(if $(SCHEDULER),--executor dask --scheduler $(SCHEDULER)); \
 	status=$$?; $(BIN)/neurips26 evidence --commit --all && $(BIN)/neurips26 readme; exit $$status
 

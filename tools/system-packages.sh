@@ -4,9 +4,12 @@
 #   busybox-static           NitroBox's offline root file system
 #   bubblewrap               NitroBox's one-shot sandbox baseline
 #   libseccomp2              libseccomp, which NitroBox's seccomp binding (pyseccomp, the `systems` extra) loads
+# With --full (make full) also:
+#   docker.io                NitroBox's full-mode Docker baseline (a private dockerd; no test uses it)
 # Tests that need a package skip with a reason when it could not be installed.
 set -u
 PACKAGES=(chromium-headless-shell busybox-static bubblewrap libseccomp2)
+[ "${1:-}" = --full ] && PACKAGES+=(docker.io)
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
