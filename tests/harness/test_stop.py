@@ -138,7 +138,7 @@ def test_a_timed_out_task_cleans_up_and_its_error_record_is_its_only_folder(
     marks.mkdir()
     monkeypatch.setenv("PROBE_MARKS", str(marks))
     exp = make_experiment(SLEEPER)
-    (result,), _ = run_many(["demo"], out_dir=tmp_path / "out", jobs=2, experiment=exp, task_timeout=3)
+    (result,), _ = run_many(["demo"], out_dir=tmp_path / "out", jobs=2, experiment=exp, task_timeout=10)
     assert result["status"] == "error" and "timed out" in result["error"]
     assert (marks / "cleaned-demo-0").exists()  # stopped with SIGTERM first: the finally block ran
     helper = int((marks / "started-demo-0").read_text())
@@ -153,3 +153,44 @@ def _zombie(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
     except (OSError, IndexError):
         return True
+
+
+# A library that catches the KeyboardInterrupt a stop raises and carries on (scikit-learn's MLP does: "Training
+# interrupted by user", then it returns the half-trained model); Ctrl-C and SIGTERM alike.
+SWALLOWER = """
+import os
+import signal
+import time
+
+def run(run):
+    try:
+        os.kill(os.getpid(), getattr(signal, os.environ["PROBE_SIGNAL"]))
+        time.sleep(30)
+    except KeyboardInterrupt:
+        pass
+    run.check("score", 1.0)
+"""
+
+
+@pytest.mark.parametrize(
+    "sig, jobs", [("SIGTERM", "1"), ("SIGTERM", "2"), ("SIGINT", "1")], ids=["term", "term-workers", "int"]
+)
+def test_a_stop_that_library_code_swallowed_writes_no_record(tmp_path, make_experiment, sig, jobs):
+    exp = make_experiment(SWALLOWER)
+    out = tmp_path / "out"
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(tmp_path / "probe_pkgs"), os.environ.get("PYTHONPATH", "")]),
+        "PROBE_SIGNAL": sig,
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "neurips26", "run", "alpha", "beta", "--jobs", jobs, "--experiment", exp,
+         "--out", str(out)],
+        env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    records = [r.read_text() for r in out.glob("*/quick/*/result.json")]
+    if jobs == "1":  # in process: the stop reaches the command, which stops with no record
+        assert done.returncode == (143 if sig == "SIGTERM" else 130), done.stderr[-2000:]
+        assert not records, "a stopped run left a record"
+    else:  # a worker stopped on its own: its task is an error, never an ok record
+        assert done.returncode != 0 and not [r for r in records if '"status": "ok"' in r]

@@ -48,7 +48,7 @@ from .records import (
     write_json_atomic,
     write_text_atomic,
 )
-from .runner import _empty_body, run_experiment
+from .runner import Terminated, _empty_body, note_stop, run_experiment
 
 EXECUTORS = ("local", "dask", "dask-local")
 # seconds a stopped worker has for its clean-up (the experiment's finally blocks) before SIGKILL
@@ -60,12 +60,8 @@ class SchedulerUnreachable(ConnectionError):
     """The Dask scheduler named by the user could not be reached."""
 
 
-class Terminated(KeyboardInterrupt):
-    """SIGTERM, taken as Ctrl-C: the same clean stop (queued tasks cancelled, running ones stopped, no record)."""
-
-
 def _raise_terminated(signum: int, frame: Any) -> None:
-    raise Terminated(f"stopped by signal {signum}")
+    raise note_stop(Terminated(f"stopped by signal {signum}"))
 
 
 @contextmanager
@@ -220,7 +216,7 @@ def _child(conn: Any, args: tuple[Any, ...]) -> None:
     def terminated(signum: int, frame: Any) -> None:
         if not stopping:
             stopping.append(signum)
-            raise Terminated(f"stopped by signal {signum}")
+            raise note_stop(Terminated(f"stopped by signal {signum}"))
 
     signal.signal(signal.SIGTERM, terminated)
     # its own process group: a timeout or Ctrl-C stops the experiment together with anything it started

@@ -155,6 +155,44 @@ def load_experiment(slug: str) -> Any:
     return resolve(slug)[0]
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, taken as Ctrl-C: the same clean stop (queued tasks cancelled, running ones stopped, no record)."""
+
+
+# Stop signals received while an experiment runs. Library code may catch the KeyboardInterrupt a stop raises and
+# go on (scikit-learn's MLP warns "Training interrupted by user" and returns the half-trained model), so the
+# runner does not trust the experiment's normal return: a stop noted here turns it into no record.
+_STOPS: list[KeyboardInterrupt] = []
+
+
+def note_stop(stop: KeyboardInterrupt) -> KeyboardInterrupt:
+    """Remember a stop signal (see ``_STOPS``); returns it, to be raised by the handler."""
+    _STOPS.append(stop)
+    return stop
+
+
+@contextmanager
+def _interrupts_noted() -> Iterator[None]:
+    """Ctrl-C is noted as well as raised while the block runs (main thread, default handler only)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread() or (
+        signal.getsignal(signal.SIGINT) is not signal.default_int_handler
+    ):
+        yield
+        return
+
+    def interrupted(signum: int, frame: Any) -> None:
+        raise note_stop(KeyboardInterrupt(f"interrupted by signal {signum}"))
+
+    signal.signal(signal.SIGINT, interrupted)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 @contextmanager
 def _thread_limits(threads: int | None, wants_torch: bool = False) -> Iterator[None]:
     """Cap BLAS (threadpoolctl) and torch intra-op threads for the block; restore them afterwards.
@@ -300,8 +338,12 @@ def run_experiment(
             _seed_everything(seed)
             threads_in_effect = thread_state()
             threads_in_effect["requested"] = threads
+            stops = len(_STOPS)
             try:
-                experiment_fn(run)
+                with _interrupts_noted():
+                    experiment_fn(run)
+                if len(_STOPS) > stops:  # a stop that library code caught and carried on from
+                    raise _STOPS[-1]
             finally:
                 if "torch" in sys.modules and "torch" not in threads_in_effect:  # imported by the run
                     threads_in_effect["torch"] = sys.modules["torch"].get_num_threads()
