@@ -128,13 +128,38 @@ def test_adversarial_draw_follows_the_estimate(world):
     trajs = [(list(world.prompt(1, 2, True)), list(world.hacked_response(1, 2, 2)))]
     model = world.model(d_model=16, seed=0)
     cfg = GRPOConfig(group_size=2, max_new_tokens=world.max_response, eos_token_id=world.end)
-    t = PEARLTrainer(model, world.reward, trajs, lambda p, r: True, PEARLConfig(rho=1.0, floor=0.01), cfg)
+    t = PEARLTrainer(
+        model, world.reward, trajs, lambda p, r: world.has_hack(r), PEARLConfig(rho=1.0, floor=0.01), cfg
+    )
     t.estimate[:] = 0.0
     t.estimate[3] = 1.0  # one state still exploitable
     _, meta = t.contexts([[0]] * 2000)
     frac = np.mean([s == 3 for _, s in meta])
     n = len(t.states)
     assert frac == pytest.approx((1 + 0.01) / (1 + 0.01 * n), abs=0.03)
+
+
+def test_states_whose_prefix_already_shows_the_behaviour_are_left_out(world):
+    # the hack sits after both answer digits: tokens 2..5 of a 7-token response (digits, H1-H4, END)
+    response = list(world.hacked_response(1, 2, 2))
+    trajs = [(list(world.prompt(1, 2, True)), response)]
+    model = world.model(d_model=16, seed=0)
+    cfg = GRPOConfig(group_size=2, max_new_tokens=world.max_response, eos_token_id=world.end)
+    detector = lambda p, r: world.has_hack(r)  # noqa: E731
+    full_hack_at = next(k for k in range(1, len(response) + 1) if world.has_hack(response[:k]))
+    for cut in ("adversarial", "uniform"):
+        t = PEARLTrainer(model, world.reward, trajs, detector, PEARLConfig(rho=1.0, cut=cut), cfg)
+        assert [k for _, k in t.states] == list(range(1, full_hack_at))  # brute force over the cuts
+        assert t.n_unrecoverable == len(response) - full_hack_at
+        ctx, _ = t.contexts([[0]] * 200)
+        assert not any(world.has_hack(c[len(trajs[0][0]) :]) for c in ctx)
+    # without a detector nothing can be judged, so every cut stays
+    assert (
+        len(PEARLTrainer(model, world.reward, trajs, None, PEARLConfig(rho=1.0, cut="uniform"), cfg).states)
+        == 6
+    )
+    with pytest.raises(ValueError, match="does not already show"):
+        PEARLTrainer(model, world.reward, trajs, lambda p, r: True, PEARLConfig(rho=0.5), cfg)
 
 
 def test_step_rewards_the_full_response_and_masks_the_prefix(world):

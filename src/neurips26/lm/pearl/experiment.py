@@ -43,8 +43,17 @@ def _clean_samples(world: ModArithWorld, prompts) -> list[Sample]:
     return out
 
 
-def _replicate(run: Run, kind: str, seed: int, P: dict) -> dict:
-    """One organism and the four suppressions of it; returns per-method metrics."""
+# the digest's rho sweep {0, 0.25, 0.5, 1} (0 is GRPO, 0.5 PEARL itself) and a uniform-cut ablation, full mode,
+# first narrow replicate: (rho, cut) per row
+SWEEP = {
+    "PEARL rho=0.25": (0.25, "adversarial"),
+    "PEARL rho=1": (1.0, "adversarial"),
+    "PEARL uniform cut": (0.5, "uniform"),
+}
+
+
+def _replicate(run: Run, kind: str, seed: int, P: dict, sweep: bool = False) -> dict:
+    """One organism and the four suppressions of it (and, with ``sweep``, the SWEEP rows); per-method metrics."""
     world = ModArithWorld(P["modulus"])
     rng = np.random.default_rng(seed)
     torch.manual_seed(seed)
@@ -107,23 +116,27 @@ def _replicate(run: Run, kind: str, seed: int, P: dict) -> dict:
     )
     models = {}
     stats = {}
-    for name in METHODS:
+    rl = {"GRPO": (0.0, "adversarial"), "PEARL": (P["rho"], "adversarial"), **(SWEEP if sweep else {})}
+    for name in (*METHODS, *(SWEEP if sweep else ())):
         model = copy.deepcopy(organism)
         with run.timer(f"{name}_{kind}_{seed}", clock="cpu"):
-            if name in ("GRPO", "PEARL"):
-                rho = P["rho"] if name == "PEARL" else 0.0
+            if name in rl:
+                rho, cut = rl[name]
                 trainer = PEARLTrainer(
                     model,
                     world.reward,
                     trajectories,
                     lambda p, r: world.has_hack(r),
-                    PEARLConfig(rho=rho, seed=seed),
+                    PEARLConfig(rho=rho, cut=cut, seed=seed),
                     grpo_cfg,
                 )
                 hist = [trainer.step(b) for b in batches]
                 stats[name] = {
                     "informative_fraction": float(np.mean([h["informative_fraction"] for h in hist])),
                     "final_reward": float(np.mean([h["reward_mean"] for h in hist[-5:]])),
+                    # cuts left out because the prefix alone already holds the whole hack
+                    "unrecoverable_fraction": trainer.n_unrecoverable
+                    / max(trainer.n_unrecoverable + len(trainer.states), 1),
                 }
             elif name == "SFT":
                 sft_data = [_clean_samples(world, b) for b in batches]
@@ -152,7 +165,7 @@ def _replicate(run: Run, kind: str, seed: int, P: dict) -> dict:
     # operands the organism never saw (>= modulus): the training world's own range holds none of them
     benign_pairs = benign_world.pairs(np.random.default_rng(seed + 4), min_operand=P["modulus"])
     benign = _clean_samples(benign_world, [benign_world.prompt(a, b) for a, b in benign_pairs[:256]])
-    for name in ("organism", *METHODS):
+    for name in ("organism", *models):
         base = organism if name == "organism" else models[name]
         for arm, samples in (("targeted", targeted), ("benign", benign)):
             if arm == "benign" and not P["benign"]:
@@ -198,7 +211,14 @@ def run(run: Run) -> None:
     }
     kinds = run.param("organisms", quick=["narrow"], full=["narrow", "broad"])
     n_rep = run.param("replicates", quick=1, full=2)
-    reps = {k: [_replicate(run, k, 1000 * run.seed + i, P) for i in range(n_rep)] for k in kinds}
+    sweep = run.param("rho_sweep", quick=False, full=True)
+    reps = {
+        k: [
+            _replicate(run, k, 1000 * run.seed + i, P, sweep=sweep and k == kinds[0] and i == 0)
+            for i in range(n_rep)
+        ]
+        for k in kinds
+    }
 
     rows = []
     for kind, rs in reps.items():
@@ -236,6 +256,28 @@ def run(run: Run) -> None:
         run.metric(
             f"{kind}_cached_hack_fraction", float(np.mean(per_rep(kind, lambda r: r["cached_hack_fraction"])))
         )
+        run.metric(
+            f"{kind}_unrecoverable_state_fraction",
+            float(np.mean(per_rep(kind, lambda r: r["stats"]["PEARL"]["unrecoverable_fraction"]))),
+        )
+    if sweep:
+        first = reps[kinds[0]][0]
+        sweep_rows = []
+        for name, (rho, cut) in {
+            "GRPO": (0.0, "adversarial"),
+            "PEARL": (P["rho"], "adversarial"),
+            **SWEEP,
+        }.items():
+            row = {"method": name, "rho": rho, "cut": cut}
+            row.update(
+                {k: first[name][k] for k in ("exploit", "prefill", "clean_accuracy", "reactivation_targeted")}
+            )
+            sweep_rows.append(row)
+            if name in SWEEP:
+                tag = name.lower().replace("pearl ", "").replace("=", "").replace(".", "").replace(" ", "_")
+                for k in ("exploit", "prefill", "clean_accuracy", "reactivation_targeted"):
+                    run.metric(f"sweep_{tag}_{k}", float(first[name][k]))
+        run.table(sweep_rows, name="rho_sweep", caption=f"{kinds[0]} organism, first replicate: rho and cut")
 
     # checks: every organism's replicates pooled as one list (a check passes only if every value passes)
     def values(fn) -> list[float]:
@@ -278,10 +320,7 @@ def run(run: Run) -> None:
             "benign_reactivation_vs_grpo",
             values(lambda r: r["PEARL"]["reactivation_benign"] - r["GRPO"]["reactivation_benign"]),
         )
-    capability = values(lambda r: r["organism"]["clean_accuracy"] - r["PEARL"]["clean_accuracy"])
-    run.metric("capability_drop", capability)
-    if run.full:  # one quick organism lands on either side of the bar from seed to seed (see the declaration)
-        run.check("capability", capability)
+    run.check("capability", values(lambda r: r["organism"]["clean_accuracy"] - r["PEARL"]["clean_accuracy"]))
 
     fig, ax = plt.subplots(figsize=(7, 3))
     keys = ["exploit", "prefill", "reactivation_targeted"]

@@ -15,7 +15,11 @@ sources, at a fixed total number of groups per update:
 The cut point is *adversarial* [R]: every ``(trajectory, k)`` keeps a running estimate ``e`` of how often the
 current policy still misbehaves from that state (initialised to 1, updated with weight ``ema`` from each group's
 exploit fraction), and states are drawn with probability proportional to ``floor + e``; ``cut="uniform"`` draws
-them uniformly. The reward is computed on the **full response** (prefix + continuation), so a continuation from
+them uniformly. With a detector, a state whose prefix already shows the whole behaviour
+(``is_exploit(x, y_1..y_k)``) is left out: no continuation can change what the detector or the reward sees
+there, so its estimate would stay pinned at 1 and draw ever more of the budget to a group whose rewards differ
+only in correctness. Every remaining state's exploit flag therefore counts behaviour that its continuation
+completes. The reward is computed on the **full response** (prefix + continuation), so a continuation from
 a state that already holds part of the behaviour is paid for recovering; advantages are group-normalised::
 
     A_i = (R(x, y_<=k + o_i) - mean_G R) / (std_G R + eps)
@@ -103,7 +107,8 @@ class PEARLTrainer:
     trajectories : cached organism ``(prompt, response)`` pairs; responses need >= 2 tokens to hold a cut.
         May be empty only with ``rho = 0``.
     is_exploit : ``is_exploit(prompt, response) -> bool``, the behaviour detector the adversarial estimate
-        reads (required with ``cut="adversarial"`` and ``rho > 0``).
+        reads (required with ``cut="adversarial"`` and ``rho > 0``). With it, states whose prefix alone already
+        shows the behaviour are left out (``n_unrecoverable`` counts them), under either cut.
     config : :class:`PEARLConfig`. grpo : :class:`~neurips26.lm.grpo.GRPOConfig` (group size, clipping, KL...).
     ref_model : KL reference (see :class:`~neurips26.lm.grpo.GRPOTrainer`).
     """
@@ -143,8 +148,24 @@ class PEARLTrainer:
         if self.config.rho > 0 and self.config.cut == "adversarial" and is_exploit is None:
             raise ValueError("cut='adversarial' needs is_exploit (the detector its estimates read)")
         self.reward_fn, self.is_exploit = reward_fn, is_exploit
-        # every state (trajectory i, cut k) with 1 <= k < len(response)
-        self.states = [(i, k) for i, (_, r) in enumerate(self.trajectories) for k in range(1, len(r))]
+        # every state (trajectory i, cut k) with 1 <= k < len(response) whose continuation can still decide
+        # the behaviour (with a detector: the prefix alone does not show it)
+        states = [(i, k) for i, (_, r) in enumerate(self.trajectories) for k in range(1, len(r))]
+        if is_exploit is not None:
+            kept = [
+                (i, k)
+                for i, k in states
+                if not is_exploit(self.trajectories[i][0], self.trajectories[i][1][:k])
+            ]
+            self.n_unrecoverable = len(states) - len(kept)
+            states = kept
+        else:
+            self.n_unrecoverable = 0
+        if self.config.rho > 0 and not states:
+            raise ValueError(
+                "rho > 0 needs a cached trajectory with a cut whose prefix does not already show the behaviour"
+            )
+        self.states = states
         self.estimate = np.ones(len(self.states))
         self.rng = np.random.default_rng(self.config.seed)
         self.grpo = GRPOTrainer(model, self._reward, grpo, ref_model=ref_model)
