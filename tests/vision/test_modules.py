@@ -32,11 +32,13 @@ def test_ssim_and_psnr_match_scikit_image():
     np.testing.assert_allclose(M.psnr(a, b, 1.0).numpy(), ref_psnr, rtol=1e-9)
 
 
-def test_patchify_roundtrip_and_patch_embed_is_a_strided_conv():
+def test_patchify_order_and_patch_embed_is_a_strided_conv():
     x = torch.randn(2, 3, 8, 12)
     tokens = M.patchify(x, 4)
     assert tokens.shape == (2, 6, 48)
-    assert torch.equal(M.unpatchify(tokens, 4, 3, 8, 12), x)
+    # inverse by hand: tokens back to (B, C, H, W)
+    back = tokens.reshape(2, 2, 3, 4, 4, 3).permute(0, 5, 1, 3, 2, 4).reshape(2, 3, 8, 12)
+    assert torch.equal(back, x)
     # token 1 is the patch at row 0, column 1, pixels row-major, channels innermost
     assert torch.equal(tokens[0, 1], x[0, :, 0:4, 4:8].permute(1, 2, 0).reshape(-1))
     embed = M.PatchEmbed(3, 5, 4)
@@ -55,8 +57,6 @@ def test_flop_counts_match_torch_flop_counter():
     assert _count(lambda: enc(torch.randn(1, 50, 32))) == enc.flops(50)
     block = M.DividedSpaceTimeBlock(32, 4)
     assert _count(lambda: block(torch.randn(1, 6, 9, 32))) == M.divided_space_time_flops(6, 9, 32)
-    pool = M.AttentionPool(32, 4)
-    assert _count(lambda: pool(torch.randn(1, 40, 32))) == pool.flops(40)
 
 
 def test_sinusoid_and_grid_positions():

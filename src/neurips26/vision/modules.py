@@ -5,12 +5,11 @@ One copy of each piece that more than one paper needs, in plain torch:
 - input checks: :func:`as_image_tensor` (shape, dtype, finiteness, emptiness; the error names the parameter);
 - positions and times: :func:`sinusoidal_embedding` (the transformer sinusoid, used for diffusion/flow times)
   and :func:`grid_position_embedding` (fixed sin-cos positions for a 1-D, 2-D or space-time token grid);
-- tokens: :func:`patchify` / :func:`unpatchify` (non-overlapping ``p x p`` patches of images or videos, token
+- tokens: :func:`patchify` (non-overlapping ``p x p`` patches of images or videos, token
   order ``(t, row, col)``) and :class:`PatchEmbed` (a linear map of flattened patches, which equals a strided
   convolution and can embed a gathered subset of patches);
 - transformers (pre-norm, scaled-dot-product attention): :class:`Attention`, :class:`TransformerBlock`,
-  :class:`TransformerEncoder`, :class:`AttentionPool` (a learned query; returns its attention map) and
-  :class:`DividedSpaceTimeBlock` (time attention, then space attention, then MLP: TimeSformer's factorisation);
+  :class:`TransformerEncoder` and :class:`DividedSpaceTimeBlock` (time attention, then space attention, then MLP: TimeSformer's factorisation);
 - analytic cost: :func:`linear_flops`, :func:`transformer_flops`, :func:`divided_space_time_flops` count the
   multiply-adds of the matrix products (x2, as FLOPs), what ``torch.utils.flop_counter`` reports for the same
   products written out (it does not count CPU ``scaled_dot_product_attention``, so compare with
@@ -37,7 +36,6 @@ from torch import Tensor, nn
 
 __all__ = [
     "Attention",
-    "AttentionPool",
     "CNNClassifier",
     "ConvDecoder",
     "ConvEncoder",
@@ -58,7 +56,6 @@ __all__ = [
     "ssim",
     "train_classifier",
     "transformer_flops",
-    "unpatchify",
 ]
 
 
@@ -167,21 +164,6 @@ def patchify(x: Tensor, patch: int) -> Tensor:
     return t
 
 
-def unpatchify(tokens: Tensor, patch: int, channels: int, height: int, width: int) -> Tensor:
-    """Inverse of :func:`patchify` for images: ``(B, (H/p)(W/p), p*p*C) -> (B, C, H, W)``."""
-    patch = check_positive_int(patch, "patch")
-    h, w = height // patch, width // patch
-    if h * patch != height or w * patch != width:
-        raise ValueError(f"height and width ({height}, {width}) must be multiples of patch={patch}")
-    if tokens.ndim != 3 or tokens.shape[1:] != (h * w, patch * patch * channels):
-        raise ValueError(
-            f"tokens must be (B, {h * w}, {patch * patch * channels}) for this geometry, got {tuple(tokens.shape)}"
-        )
-    B = tokens.shape[0]
-    x = tokens.reshape(B, h, w, patch, patch, channels).permute(0, 5, 1, 3, 2, 4)
-    return x.reshape(B, channels, height, width)
-
-
 class PatchEmbed(nn.Module):
     """Linear embedding of flattened ``patch x patch x C`` patches (equal to a stride-``patch`` convolution).
 
@@ -269,37 +251,6 @@ class TransformerEncoder(nn.Module):
 
     def flops(self, n_tokens: int) -> int:
         return transformer_flops(n_tokens, self.dim, self.depth, self.mlp_ratio)
-
-
-class AttentionPool(nn.Module):
-    """A learned query attends over the tokens: pooled ``(B, dim)`` and the head-mean map ``(B, N)``."""
-
-    def __init__(self, dim: int, heads: int) -> None:
-        super().__init__()
-        dim, heads = check_positive_int(dim, "dim"), check_positive_int(heads, "heads")
-        if dim % heads:
-            raise ValueError(f"dim ({dim}) must be divisible by heads ({heads})")
-        self.heads, self.dim = heads, dim
-        self.query = nn.Parameter(torch.randn(1, 1, dim) * 0.02)
-        self.kv = nn.Linear(dim, 2 * dim)
-        self.proj = nn.Linear(dim, dim)
-        self.norm = nn.LayerNorm(dim)
-
-    def forward(self, x: Tensor) -> tuple[Tensor, Tensor]:
-        B, N, D = x.shape
-        h, dh = self.heads, D // self.heads
-        k, v = self.kv(x).view(B, N, 2, h, dh).permute(2, 0, 3, 1, 4)  # (B, h, N, dh)
-        q = self.query.view(1, h, 1, dh).expand(B, h, 1, dh)
-        w = torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(dh), dim=-1)  # (B, h, 1, N)
-        pooled = (w @ v).reshape(B, D)
-        return self.norm(self.proj(pooled)), w.mean(1)[:, 0]
-
-    def flops(self, n_tokens: int) -> int:
-        return (
-            linear_flops(n_tokens, self.dim, 2 * self.dim)
-            + 4 * n_tokens * self.dim
-            + linear_flops(1, self.dim, self.dim)
-        )
 
 
 class DividedSpaceTimeBlock(nn.Module):
