@@ -109,6 +109,15 @@ def test_rootfs_refuses_existing_dest(image):
         build_rootfs(image)
 
 
+@needs_sandbox
+def test_a_relative_base_dir_is_taken_from_the_working_directory(image, base, monkeypatch):
+    monkeypatch.chdir(base.parent)
+    with Sandbox(image, base_dir=base.name) as s:
+        assert s.base_dir == base and s.dir.parent == base
+        assert s.exec("echo ok").stdout == "ok\n"
+    assert not list(base.glob("sbx-*"))
+
+
 # --- the shell protocol ---------------------------------------------------------------------------------------
 
 

@@ -400,7 +400,7 @@ def cleanup_stale(base_dir: str | os.PathLike[str] | None = None) -> list[str]:
     deleted under a live mount), then the directory is removed. The dead owners' cgroups are removed too.
     It runs once per process and base directory on first use.
     """
-    base = Path(base_dir) if base_dir is not None else default_base_dir()
+    base = Path(base_dir).resolve() if base_dir is not None else default_base_dir()
     removed: list[str] = []
     dead_tags = set()
     for _point, source in hardening.mounts_of(""):
@@ -823,7 +823,7 @@ class Sandbox:
         self.volatile = volatile
         self.limits = limits
         self._disk_mb = None if self.rootless else limits.disk_mb
-        base = Path(base_dir) if base_dir is not None else default_base_dir()
+        base = Path(base_dir).resolve() if base_dir is not None else default_base_dir()
         base.mkdir(parents=True, exist_ok=True)
         _sweep_once(base)
         self.base_dir = base
