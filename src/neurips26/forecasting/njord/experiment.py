@@ -64,10 +64,17 @@ def _cost_ratio(njord: GraphForecaster, det: GraphForecaster, data: ForecastData
     return a / b
 
 
+def _last_epoch_gain(losses: list[float], epochs: int) -> float:
+    """Relative fall of the mean training loss from the next-to-last epoch to the last one."""
+    per_epoch = np.array_split(np.asarray(losses), epochs)
+    a, b = float(per_epoch[-2].mean()), float(per_epoch[-1].mean())
+    return (a - b) / abs(a)
+
+
 def one_seed(seed: int, p: dict) -> dict:
     rng = np.random.default_rng(seed)
     mask = make_sea_mask(p["grid"], rng)
-    ocean = simulate_ocean(mask, p["train_days"] + p["test_days"], rng)
+    ocean = simulate_ocean(mask, p["train_days"] + p["test_days"], rng, flow_speed=p["flow_speed"])
     data = ForecastData.from_ocean(ocean.states, ocean.forcing, mask, p["train_days"])
     reg_nodes = regular_nodes(mask, p["k1"])
     k1 = len(reg_nodes)  # the K-means mesh gets exactly the regular mesh's node count
@@ -99,15 +106,22 @@ def one_seed(seed: int, p: dict) -> dict:
     for name, mesh, latent in (
         ("det_regular", "regular", 0),
         ("det_kmeans", "kmeans", 0),
+        ("no_mesh", "kmeans", 0),  # same model and training, mesh path cut: each cell sees only itself
         ("njord", "kmeans", p["latent"]),
     ):
         torch.manual_seed(seed)
         model = GraphForecaster(
-            meshes[mesh], data.n_in, data.states.shape[2], d=p["d"], latent_dim=latent, n_proc=p["n_proc"]
+            meshes[mesh],
+            data.n_in,
+            data.states.shape[2],
+            d=p["d"],
+            latent_dim=latent,
+            n_proc=p["n_proc"],
+            use_mesh=name != "no_mesh",
         )
         t0 = time.process_time()
         if latent:
-            train_forecaster(
+            losses = train_forecaster(
                 model,
                 data,
                 train_days,
@@ -119,7 +133,7 @@ def one_seed(seed: int, p: dict) -> dict:
                 seed=seed,
             )
         else:
-            train_forecaster(
+            losses = train_forecaster(
                 model,
                 data,
                 train_days,
@@ -129,6 +143,7 @@ def one_seed(seed: int, p: dict) -> dict:
                 seed=seed,
             )
         res[f"train_cpu_s_{name}"] = time.process_time() - t0
+        res[f"last_epoch_gain_{name}"] = _last_epoch_gain(losses, p["elbo_epochs"] + p["crps_epochs"])
         fc = rollout(model, data, starts, LEADS, members=p["members"] if latent else 1, seed=seed).numpy()
         res[name] = _scores(fc, truth)
         models[name] = model
@@ -146,12 +161,13 @@ def run(run: Run) -> None:
         "d": run.param("hidden", quick=24),
         "n_proc": run.param("processor_layers", quick=1),
         "latent": run.param("latent_dim", quick=8),
-        "elbo_epochs": run.param("elbo_epochs", quick=1),
-        "crps_epochs": run.param("crps_epochs", quick=5),
+        "elbo_epochs": run.param("elbo_epochs", quick=1, full=4),
+        "crps_epochs": run.param("crps_epochs", quick=5, full=16),
         "batch": run.param("batch_size", quick=16),
         "kl_weight": run.param("kl_weight", quick=0.01),
         "lr": run.param("learning_rate", quick=3e-3),
         "members": run.param("members", quick=4, full=8),
+        "flow_speed": run.param("flow_speed", quick=1.0),
     }
     n_seeds = run.param("seeds", quick=1, full=3)
     seeds = [run.seed + 1000 * i for i in range(n_seeds)]
@@ -168,7 +184,7 @@ def run(run: Run) -> None:
         return float(np.mean(vals))
 
     rows = []
-    for name in ("persistence", "det_regular", "det_kmeans", "njord"):
+    for name in ("persistence", "det_regular", "det_kmeans", "no_mesh", "njord"):
         for k in range(LEADS):
             row = {
                 "model": name,
@@ -193,11 +209,12 @@ def run(run: Run) -> None:
         "edges_kmeans",
         "train_cpu_s_det_regular",
         "train_cpu_s_det_kmeans",
+        "train_cpu_s_no_mesh",
         "train_cpu_s_njord",
         "cost_ratio",
     ):
         run.metric(key, mean(key))
-    for name in ("persistence", "det_regular", "det_kmeans", "njord"):
+    for name in ("persistence", "det_regular", "det_kmeans", "no_mesh", "njord"):
         run.metric(f"rmse1_{name}", mean(name, "rmse", 0))
         run.metric(f"rmse5_{name}", mean(name, "rmse", -1))
         run.metric(f"crps5_{name}", mean(name, "crps", -1))
@@ -207,6 +224,14 @@ def run(run: Run) -> None:
     run.metric("cost_ratio_max", float(max(r["cost_ratio"] for r in R)))
     run.metric("ssr5_njord", mean("njord", "ssr", -1))
 
+    for name in ("det_regular", "det_kmeans", "no_mesh", "njord"):
+        run.metric(f"last_epoch_gain_{name}", mean(f"last_epoch_gain_{name}"))
+    gain = [
+        max(r[f"last_epoch_gain_{n}"] for n in ("det_regular", "det_kmeans", "no_mesh", "njord")) for r in R
+    ]
+    run.metric("last_epoch_gain_max", float(max(gain)))
+    run.check("training_plateau", gain)
+    run.check("mesh_beats_no_mesh5", [r["det_regular"]["rmse"][-1] / r["no_mesh"]["rmse"][-1] for r in R])
     run.check("mesh_coverage_ratio", [r["coverage_kmeans"] / r["coverage_regular"] for r in R])
     run.check("mesh_on_sea", [r["land_nodes"] + r["land_edges"] for r in R])
     run.check("mesh_connected", [r["components"] for r in R])
@@ -226,7 +251,7 @@ def run(run: Run) -> None:
 
     fig, ax = plt.subplots(1, 2, figsize=(10, 4))
     leads = np.arange(1, LEADS + 1)
-    for name in ("persistence", "det_regular", "det_kmeans", "njord"):
+    for name in ("persistence", "det_regular", "det_kmeans", "no_mesh", "njord"):
         ax[0].plot(leads, [mean(name, "rmse", k) for k in range(LEADS)], marker="o", label=name)
         ax[1].plot(leads, [mean(name, "crps", k) for k in range(LEADS)], marker="o", label=name)
     ax[0].set(xlabel="lead (days)", ylabel="RMSE (std units)")

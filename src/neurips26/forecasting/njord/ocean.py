@@ -73,8 +73,10 @@ def simulate_ocean(
     hidden_amplitude: float = 1.0,
     hidden_tau: float = 4.0,
     spinup: int = 20,
+    flow_speed: float = 1.0,
 ) -> OceanRun:
-    """Simulate ``n_days`` daily states on ``mask`` (after ``spinup`` days)."""
+    """Simulate ``n_days`` daily states on ``mask`` (after ``spinup`` days); ``flow_speed`` scales the advecting
+    velocity (1: one to two cells per day), so larger values make information travel further per day."""
     mask = np.asarray(mask)
     if mask.ndim != 2 or mask.dtype != bool or mask.shape[0] != mask.shape[1]:
         raise ValueError("mask must be a square boolean array")
@@ -84,6 +86,8 @@ def simulate_ocean(
         raise ValueError(f"n_days must be a positive integer, got {n_days!r}")
     if not (hidden_amplitude >= 0 and hidden_tau > 0):
         raise ValueError("hidden_amplitude must be >= 0 and hidden_tau > 0")
+    if not (np.isfinite(flow_speed) and 0 < flow_speed <= 4):
+        raise ValueError(f"flow_speed must be in (0, 4], got {flow_speed!r}")
     n = mask.shape[0]
     yy, xx = np.mgrid[:n, :n].astype(float)
     taper = np.clip(ndimage.gaussian_filter(mask.astype(float), 1.0) * 2 - 0.6, 0, 1) * mask
@@ -119,8 +123,8 @@ def simulate_ocean(
             innov = (rng.normal(size=len(pool)) @ pool).reshape(n, n) / np.sqrt(len(pool))
             hidden = rho * hidden + np.sqrt(1 - rho**2) * hidden_amplitude * amp_known * 0.5 * innov
             psi = (psi_known(now) + hidden) * taper
-            u = -np.gradient(psi, axis=0)  # x velocity = -d psi / dy
-            v = np.gradient(psi, axis=1)  # y velocity = d psi / dx
+            u = -flow_speed * np.gradient(psi, axis=0)  # x velocity = -d psi / dy
+            v = flow_speed * np.gradient(psi, axis=1)  # y velocity = d psi / dx
             filled = T[iy, ix]
             T = ndimage.map_coordinates(filled, [yy - v * dt, xx - u * dt], order=1, mode="nearest")
             # zero-flux diffusion: only sea-sea differences
