@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib.util
 import itertools
 import math
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -411,3 +412,14 @@ def test_string_meta_feature_is_rejected_naming_it(fitted):
         lens.rank({**q, "nonlinearity": "big"}, list(FAMILIES), "accuracy")
     ok = lens.rank({**q, "nonlinearity": None}, list(FAMILIES), "accuracy")  # None: missing, imputed
     assert len(ok) == len(FAMILIES)
+
+
+def test_data_sets_without_meta_features_are_named_in_a_warning():
+    rec, side, models = synthetic_leaderboard()
+    train = rec[rec["dataset"].isin([f"d{i}" for i in range(12)])]
+    fast = {**FAST, "epochs": 2, "patience": 2}
+    with pytest.warns(UserWarning, match=r"2 of 12 data sets .* no meta-feature values \(e\.g\. d0, d1\)"):
+        ModelLens(random_state=0, **fast).fit(train, side.drop(index=["d0", "d1"]), models)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # every data set described: no warning
+        ModelLens(random_state=0, **fast).fit(train, side, models)

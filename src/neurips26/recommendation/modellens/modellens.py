@@ -34,6 +34,7 @@ from __future__ import annotations
 import copy
 import math
 import re
+import warnings
 import zlib
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -481,6 +482,15 @@ class ModelLens:
         self.meta_columns_ = [numeric[j] for j in keep]
         X = X[:, keep]
         self.meta_median_ = np.nanmedian(X, axis=0) if keep else np.zeros(0)
+        blank = ~np.isfinite(X).any(axis=1) if keep else np.zeros(len(train_d), bool)
+        if blank.any():
+            names = list(train_d.index[blank])
+            warnings.warn(
+                f"{len(names)} of {len(names) + int((~blank).sum())} data sets with records have no meta-feature "
+                f"values (e.g. {', '.join(map(str, names[:3]))}); they take the training medians",
+                UserWarning,
+                stacklevel=2,
+            )
         Xi = np.where(np.isfinite(X), X, self.meta_median_)
         self.meta_scale_ = np.where(Xi.std(0) > 0, Xi.std(0), 1.0) if keep else np.zeros(0)
 
