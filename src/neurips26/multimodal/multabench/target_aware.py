@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import copy
 import math
+import warnings
 from collections import OrderedDict
 from functools import lru_cache
 from typing import Any
@@ -356,7 +357,9 @@ class TargetAwareTextEncoder(TransformerMixin, BaseEstimator):
             layers_pattern="layer",
             bias="none",
         )
-        bert = get_peft_model(bert, config).base_model.model  # the BertModel, LoRA-wrapped top layers
+        with warnings.catch_warnings():  # peft reads an attribute this transformers release deprecates
+            warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*", category=FutureWarning)
+            bert = get_peft_model(bert, config).base_model.model  # the BertModel, LoRA-wrapped top layers
         head = nn.Linear(bert.config.hidden_size, int(target.max()) + 1)
         rng = np.random.default_rng(int(seeds[1]))
         n_val = int(round(self.validation_fraction * n_rows))
