@@ -17,6 +17,7 @@ import contextlib
 import io
 import shutil
 import sys
+import tempfile
 from collections import Counter
 from pathlib import Path
 
@@ -68,7 +69,15 @@ def _code(text: str) -> str:
 
 
 def _run_example(text: str) -> str:
-    """Execute the Python blocks of an example in one namespace; each block is followed by what it printed."""
+    """Execute the Python blocks of an example in one namespace; each block is followed by what it printed.
+
+    The blocks run in a scratch working directory, so files an example writes (a store, a cache) stay out of the
+    checkout."""
+    with tempfile.TemporaryDirectory(prefix="neurips26-example-") as scratch, contextlib.chdir(scratch):
+        return _run_blocks(text)
+
+
+def _run_blocks(text: str) -> str:
     out, namespace, lines, i = [], {"__name__": "__docs__"}, text.splitlines(), 0
     while i < len(lines):
         line = lines[i]
