@@ -16,6 +16,7 @@ import time
 import matplotlib.pyplot as plt
 import numpy as np
 import torch
+from scipy import stats
 
 from neurips26.harness import Run
 
@@ -192,11 +193,16 @@ def _step_times(
 def _median_interval(
     values: np.ndarray, seed: int, level: float = 0.95, n_boot: int = 2000
 ) -> tuple[float, float]:
-    """Percentile-bootstrap interval of the median of ``values``."""
-    rng = np.random.default_rng(seed)
-    boots = np.median(values[rng.integers(0, values.size, (n_boot, values.size))], axis=1)
-    lo, hi = np.quantile(boots, [(1 - level) / 2, (1 + level) / 2])
-    return float(lo), float(hi)
+    """Percentile-bootstrap interval of the median of ``values`` (scipy.stats.bootstrap)."""
+    ci = stats.bootstrap(
+        (values,),
+        np.median,
+        n_resamples=n_boot,
+        confidence_level=level,
+        method="percentile",
+        random_state=seed,
+    ).confidence_interval
+    return float(ci.low), float(ci.high)
 
 
 def _identities() -> tuple[float, float]:
