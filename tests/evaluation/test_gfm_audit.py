@@ -579,6 +579,22 @@ def test_softmax_probe_matches_logistic_regression():
         SoftmaxProbe(hidden=-1)
     with pytest.raises(ValueError, match="epochs"):
         SoftmaxProbe(epochs=0)
+    with pytest.raises(ValueError, match="min_steps"):
+        SoftmaxProbe(min_steps=-1)
+
+
+def test_linear_probe_trains_to_logistic_regression_on_a_small_set():
+    """250 rows is one 128-row batch per epoch: the step floor, not the epoch count, must train the head."""
+    from sklearn.datasets import load_digits
+    from sklearn.preprocessing import StandardScaler
+
+    X, y = load_digits(return_X_y=True)
+    order = np.random.default_rng(0).permutation(len(X))
+    tr, te = order[:250], order[250:]
+    scaled = StandardScaler().fit(X[tr])
+    ref = LogisticRegression(max_iter=2000).fit(scaled.transform(X[tr]), y[tr]).score(scaled.transform(X[te]), y[te])
+    acc = (SoftmaxProbe(seeds=[0]).fit(X[tr], y[tr]).predict(X[te]) == y[te]).mean()
+    assert acc >= ref - 0.02
 
 
 @pytest.mark.slow

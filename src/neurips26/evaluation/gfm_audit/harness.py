@@ -243,6 +243,10 @@ class SoftmaxProbe:
     ``hidden=0``: a linear (multinomial logistic) head; ``hidden>0``: one ReLU hidden layer (the "finetune"
     protocol's head). Each seed sets its head's initialisation and mini-batch order (the seed-to-seed variance
     a harness reports). The seeds train together as one batched numpy computation.
+
+    ``epochs`` passes are a floor: on a small training set (fewer rows than ``min_steps / epochs`` mini-batches)
+    the head trains for more epochs, so that it takes at least ``min_steps`` Adam steps. Twenty one-batch epochs
+    on a 250-row set left a linear head at 88.8 % where scikit-learn's ``LogisticRegression`` reached 97.2 %.
     """
 
     def __init__(
@@ -254,9 +258,13 @@ class SoftmaxProbe:
         momentum: float = 0.9,
         weight_decay: float = 1e-3,
         seeds: Sequence[int] = (0,),
+        min_steps: int = 500,
     ) -> None:
         if isinstance(hidden, bool) or not isinstance(hidden, (int, np.integer)) or hidden < 0:
             raise ValueError(f"hidden must be a non-negative integer, got {hidden!r}")
+        if isinstance(min_steps, bool) or not isinstance(min_steps, (int, np.integer)) or min_steps < 0:
+            raise ValueError(f"min_steps must be a non-negative integer, got {min_steps!r}")
+        self.min_steps = int(min_steps)
         for name, v in (("epochs", epochs), ("batch_size", batch_size)):
             if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
                 raise ValueError(f"{name} must be a positive integer, got {v!r}")
@@ -293,8 +301,9 @@ class SoftmaxProbe:
         Y = np.eye(k)[yi]
         bs = min(self.batch_size, n)
         steps_per_epoch = n // bs
-        total, step = self.epochs * steps_per_epoch, 0
-        for _ in range(self.epochs):
+        epochs = max(self.epochs, -(-self.min_steps // steps_per_epoch))
+        total, step = epochs * steps_per_epoch, 0
+        for _ in range(epochs):
             orders = np.stack([r.permutation(n) for r in rngs])
             for i in range(0, steps_per_epoch * bs, bs):
                 idx = orders[:, i : i + bs]
