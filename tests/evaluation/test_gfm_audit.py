@@ -592,7 +592,11 @@ def test_linear_probe_trains_to_logistic_regression_on_a_small_set():
     order = np.random.default_rng(0).permutation(len(X))
     tr, te = order[:250], order[250:]
     scaled = StandardScaler().fit(X[tr])
-    ref = LogisticRegression(max_iter=2000).fit(scaled.transform(X[tr]), y[tr]).score(scaled.transform(X[te]), y[te])
+    ref = (
+        LogisticRegression(max_iter=2000)
+        .fit(scaled.transform(X[tr]), y[tr])
+        .score(scaled.transform(X[te]), y[te])
+    )
     acc = (SoftmaxProbe(seeds=[0]).fit(X[tr], y[tr]).predict(X[te]) == y[te]).mean()
     assert acc >= ref - 0.02
 

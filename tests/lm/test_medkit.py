@@ -222,6 +222,62 @@ def test_bad_input():
         update_items(w, "rome", np.random.default_rng(0))
 
 
+def test_a_world_from_your_own_records_matches_the_generated_one():
+    """Rebuilt from its facts and dated updates alone, a generated world has the same state, conflicts and probes."""
+    w = ClinicalWorld.generate(n_base=60, n_updates=20, seed=3)
+    triples = [(u.comparison, u.answer, u.date) for u in w.updates]
+    own = ClinicalWorld.from_records(w.base, triples[::-1], synonyms=w.synonyms)  # any order: sorted by date
+    assert own.state() == w.state()
+    assert [u.conflicting_edit for u in own.updates] == [u.conflicting_edit for u in w.updates]
+    assert [u.closed_questions for u in own.updates] == [u.closed_questions for u in w.updates]
+    assert {f: [e.label for e in v] for f, v in probe_set(own).items()} == {
+        f: [e.label for e in v] for f, v in probe_set(w).items()
+    }
+
+
+def test_from_records_orientation_and_conflicts():
+    base = {
+        ("a", "b", "x", "induction", "overall survival"): SUP,
+        ("b", "c", "x", "induction", "overall survival"): ND,
+    }
+    w = ClinicalWorld.from_records(
+        base,
+        [
+            (("b", "a", "x", "induction", "overall survival"), SUP, "2020-01-01"),  # swapped: overturns a > b
+            (("a", "c", "x", "induction", "overall survival"), INF, "2019-05-05"),  # a new comparison
+            (("a", "b", "x", "induction", "overall survival"), INF, "2021-01-01"),  # restates the 2020 result
+        ],
+    )
+    assert [u.date for u in w.updates] == ["2019-05-05", "2020-01-01", "2021-01-01"]
+    assert [u.conflicting_edit for u in w.updates] == [False, True, False]
+    assert w.relation(Comparison("a", "b", "x", "induction", "overall survival"), w.state()) == INF
+    assert w.synonyms["a"] == ["a"] and w.synonyms["overall survival"] == ["OS"]
+
+
+def test_from_records_bad_input():
+    good = {
+        ("a", "b", "x", "induction", "overall survival"): SUP,
+        ("a", "c", "x", "induction", "overall survival"): ND,
+    }
+    up = [(("a", "b", "x", "induction", "overall survival"), INF, "2020-01-01")]
+    for kwargs, match in [
+        (dict(base={("a", "b", "x", "weekly", "overall survival"): SUP}), "context"),
+        (dict(base={("a", "b", "x", "induction", "mood"): SUP}), "endpoint"),
+        (dict(base={("a", "b", "x", "induction", "overall survival"): "better"}), "relation"),
+        (dict(base={("a", "a", "x", "induction", "overall survival"): SUP}), "regimen"),
+        (dict(base={("a", "b"): SUP}), "5-tuple"),
+        (dict(base={**good, ("b", "a", "x", "induction", "overall survival"): SUP}), "twice"),
+        (dict(base=dict(list(good.items())[:1])), "at least two"),
+        (dict(updates=[]), "at least one"),
+        (dict(updates=[(up[0][0], INF, "June 2020")]), "ISO date"),
+        (dict(updates=[(up[0][0], INF)]), "triples"),
+        (dict(synonyms={"a": []}), "synonyms"),
+    ]:
+        args = dict(base=good, updates=up) | kwargs
+        with pytest.raises(ValueError, match=match):
+            ClinicalWorld.from_records(**args)
+
+
 @settings(max_examples=5, deadline=None)
 @given(st.integers(0, 10_000))
 def test_world_invariants_property(seed):

@@ -35,9 +35,11 @@ Chronology: updates carry dates; several may touch one comparison; the latest wi
 
 from __future__ import annotations
 
+import datetime
 import itertools
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -172,7 +174,7 @@ class Example:
 class ClinicalWorld:
     """Base facts, chronological updates and the probe generators (see the module docstring).
 
-    Build with :meth:`generate`. ``base`` maps comparisons to relations (one orientation per pair);
+    Build with :meth:`generate` (an invented world) or :meth:`from_records` (your own facts). ``base`` maps comparisons to relations (one orientation per pair);
     ``updates`` is sorted by date; ``synonyms`` maps a canonical name to its alternatives.
     """
 
@@ -311,9 +313,96 @@ class ClinicalWorld:
         world.updates = recs
         return world
 
-    def _record(self, comp: Comparison, rel: str, year: int, conflicting: bool) -> UpdateRecord:
+    @classmethod
+    def from_records(
+        cls,
+        base: Mapping[Comparison | tuple[str, str, str, str, str], str],
+        updates: Iterable[tuple[Comparison | tuple[str, str, str, str, str], str, str]],
+        synonyms: Mapping[str, Sequence[str]] | None = None,
+        seed: int = 0,
+    ) -> ClinicalWorld:
+        """A world from your own facts: ``base`` maps a comparison ``(regimen, comparator, condition, context,
+        endpoint)`` to its relation before the updates; ``updates`` holds ``(comparison, relation, date)`` with
+        ISO dates (``"2021-06-30"``), in any order (the latest wins).
+
+        ``context`` must be one of :data:`CONTEXTS` and ``endpoint`` one of the keys of :data:`ENDPOINTS` (the
+        probe templates and endpoint types are written for them). ``synonyms`` maps a name to its alternatives
+        (brand names, abbreviations) for the lexical probes; a name without one keeps its own name there, and
+        the endpoints' acronyms are added. An update is a conflicting edit when the comparison (in either
+        orientation) was already known, from ``base`` or an earlier update, with another relation. ``seed``
+        draws the records' invented fields (PMIDs, the locality question).
+        """
+
+        def comparison(key: Any, what: str) -> Comparison:
+            comp = key if isinstance(key, Comparison) else None
+            if comp is None:
+                if not (isinstance(key, tuple) and len(key) == 5 and all(isinstance(k, str) for k in key)):
+                    raise ValueError(
+                        f"{what} must be a Comparison or a 5-tuple of strings (regimen, comparator, condition, "
+                        f"context, endpoint), got {key!r}"
+                    )
+                comp = Comparison(*key)
+            if comp.context not in CONTEXTS:
+                raise ValueError(f"{what}: context must be one of {CONTEXTS}, got {comp.context!r}")
+            if comp.endpoint not in ENDPOINTS:
+                raise ValueError(f"{what}: endpoint must be one of {tuple(ENDPOINTS)}, got {comp.endpoint!r}")
+            if comp.regimen == comp.comparator:
+                raise ValueError(f"{what}: regimen and comparator must differ, got {comp.regimen!r} twice")
+            return comp
+
+        def relation(rel: Any, what: str) -> str:
+            if rel not in RELATIONS:
+                raise ValueError(f"{what}: relation must be one of {RELATIONS}, got {rel!r}")
+            return str(rel)
+
+        known: dict[Comparison, str] = {}
+        for key, rel in dict(base).items():
+            comp = comparison(key, "base")
+            if comp in known or comp.swapped() in known:
+                raise ValueError(f"base: the comparison {comp} is given twice (in some orientation)")
+            known[comp] = relation(rel, "base")
+        if len(known) < 2:
+            raise ValueError(f"base must hold at least two facts, got {len(known)}")
+        events = []
+        for item in updates:
+            if not (isinstance(item, tuple) and len(item) == 3):
+                raise ValueError(f"updates must hold (comparison, relation, date) triples, got {item!r}")
+            key, rel, date = item
+            try:
+                year = datetime.date.fromisoformat(str(date)).year
+            except ValueError:
+                raise ValueError(
+                    f"updates: date must be an ISO date like '2021-06-30', got {date!r}"
+                ) from None
+            events.append((str(date), comparison(key, "updates"), relation(rel, "updates"), year))
+        if not events:
+            raise ValueError("updates must hold at least one update")
+        syn: dict[str, list[str]] = {e: [acr] for e, (acr, _) in ENDPOINTS.items()}
+        for name, alts in (synonyms or {}).items():
+            alts = [alts] if isinstance(alts, str) else list(alts)
+            if not alts or not all(isinstance(a, str) and a for a in alts):
+                raise ValueError(f"synonyms[{name!r}] must be a non-empty list of names, got {alts!r}")
+            syn[name] = alts
+        for comp in list(known) + [c for _, c, _, _ in events]:
+            for n in (comp.regimen, comp.comparator, comp.condition):
+                syn.setdefault(n, [n])
+        world = cls(dict(known), [], syn, seed, np.random.default_rng(seed))
+        state = dict(known)
+        records = []
+        for date, comp, rel, year in sorted(events, key=lambda e: e[0]):
+            before = world.relation(comp, state)
+            records.append(world._record(comp, rel, year, before is not None and before != rel, date=date))
+            key = comp.swapped() if comp not in state and comp.swapped() in state else comp
+            state[key] = rel if key == comp else flip(rel)
+        world.updates = records
+        return world
+
+    def _record(
+        self, comp: Comparison, rel: str, year: int, conflicting: bool, date: str | None = None
+    ) -> UpdateRecord:
         rng = self._rng
-        date = f"{year}-{int(rng.integers(1, 13)):02d}-{int(rng.integers(1, 29)):02d}"
+        if date is None:
+            date = f"{year}-{int(rng.integers(1, 13)):02d}-{int(rng.integers(1, 29)):02d}"
         a, b, c, x, e = comp.regimen, comp.comparator, comp.condition, comp.context, comp.endpoint
         loc = self.base_facts()[int(rng.integers(len(self.base)))]
         return UpdateRecord(
