@@ -308,6 +308,10 @@ def test_bad_inputs_raise_named_errors():
         GaussianTilt.reference(0.0, np.eye(3), 2)
     with pytest.raises(ValueError, match="normalizable"):
         ref.with_potentials(np.full((4, 1, 1), -5.0), np.zeros((4, 1)))
+    one_bad = np.zeros((4, 1, 1))
+    one_bad[2] = -50.0
+    with pytest.raises(ValueError, match=r"A\[2\]"):  # the error names the slice to weaken
+        ref.with_potentials(one_bad, np.zeros((4, 1)))
     with pytest.raises(ValueError, match="target_means"):
         gaussian_sb_lift(ref, m[:3], T)
     with pytest.raises(ValueError, match="target_means"):

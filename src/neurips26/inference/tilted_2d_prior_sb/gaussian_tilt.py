@@ -200,8 +200,13 @@ class GaussianTilt:
         try:
             self._chol = linalg.cholesky(self.precision, lower=True)
         except linalg.LinAlgError:
+            # name what a user can change: the slice whose quadratic potential is the most negative
+            lam = np.linalg.eigvalsh(self.precision)[0]
+            worst = int(np.argmin(np.linalg.eigvalsh(self.A)[:, 0]))
             raise ValueError(
-                "the tilt is not normalizable: J_0 + blockdiag(A) is not positive definite"
+                f"the tilt is not normalizable: J_0 + blockdiag(A) is not positive definite (smallest "
+                f"eigenvalue {lam:.3g}); the most negative potential is A[{worst}]: weaken or smooth it (a "
+                f"smaller tilt strength)"
             ) from None
         self.covariance = linalg.cho_solve((self._chol, True), np.eye(n * d))
         self.covariance = 0.5 * (self.covariance + self.covariance.T)
