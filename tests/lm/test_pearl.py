@@ -122,6 +122,13 @@ def test_contexts_mix_prompts_and_prefix_states(world):
     half = PEARLTrainer(model, world.reward, trajs, None, PEARLConfig(rho=0.5, cut="uniform", seed=3), cfg)
     n_prefix = sum(s is not None for _, s in half.contexts(prompts * 5)[1])
     assert 400 < n_prefix < 600
+    # token ids from a user's tokenizer may be numpy integers, in a list or an array
+    as_numpy = [(np.array(p), [np.int64(t) for t in r]) for p, r in trajs]
+    np_trainer = PEARLTrainer(model, world.reward, as_numpy, None, PEARLConfig(rho=1.0, cut="uniform"), cfg)
+    assert np_trainer.trajectories == every.trajectories
+    assert plain.contexts([[np.int64(t) for t in p] for p in prompts])[0] == prompts
+    with pytest.raises(ValueError, match="token ids"):
+        PEARLTrainer(model, world.reward, [([1.5, 2], [3, 4])], None, PEARLConfig(), cfg)
 
 
 def test_adversarial_draw_follows_the_estimate(world):

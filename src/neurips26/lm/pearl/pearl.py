@@ -44,6 +44,7 @@ API::
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -92,9 +93,9 @@ def _tokens(seq: Any, name: str) -> list[int]:
     seq = seq.tolist() if hasattr(seq, "tolist") else seq
     if not isinstance(seq, (list, tuple)) or not seq:
         raise ValueError(f"{name} must be a non-empty sequence of token ids")
-    if not all(isinstance(t, int) and not isinstance(t, bool) and t >= 0 for t in seq):
-        raise ValueError(f"{name} must hold non-negative integer token ids")
-    return list(seq)
+    if not all(isinstance(t, numbers.Integral) and not isinstance(t, bool) and t >= 0 for t in seq):
+        raise ValueError(f"{name} must hold non-negative integer token ids, got {list(seq)[:8]!r}")
+    return [int(t) for t in seq]  # numpy integers too (a list of np.int64 from a user's tokenizer)
 
 
 class PEARLTrainer:
