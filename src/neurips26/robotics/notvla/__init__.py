@@ -20,6 +20,7 @@ per-step 256-bin tokens (:mod:`.baselines`). Part B's tiny-LM retention proxy li
 
 from .baselines import BinnedActionCodec, DCTActionCodec, render_linear, uniform_keyframes
 from .narrative import (
+    GroundedNarrativeCodec,
     NarrativeActionInterface,
     NarrativeCodec,
     Plan,
@@ -41,6 +42,7 @@ from .scene import (
 __all__ = [
     "NarrativeActionInterface",
     "NarrativeCodec",
+    "GroundedNarrativeCodec",
     "SplineDetokenizer",
     "select_keyframes",
     "rdp",

@@ -24,6 +24,7 @@ __all__ = [
     "rdp",
     "select_keyframes",
     "NarrativeCodec",
+    "GroundedNarrativeCodec",
     "SplineDetokenizer",
     "Plan",
     "NarrativeActionInterface",
@@ -257,6 +258,96 @@ class NarrativeCodec:
 
 
 @dataclass(frozen=True)
+class GroundedNarrativeCodec:
+    """Waypoints <-> tokens ``anchor U V D du dv dd gripper`` that state the anchor's observed position.
+
+    ``U V`` are the anchor's pixel in 1/``pixel_subdivisions`` pixels and ``D`` its depth in ``depth_step`` units,
+    exactly as :meth:`observe` reads them off the head camera (the policy copies them from its observation: APP,
+    the anchor's depth first); ``du dv dd`` are the waypoint's offsets from them in the same units. Decoding needs
+    the camera only, not the scene: a narrative that does not read the observation lands where it says, so it
+    fails on any other scene (unlike :class:`NarrativeCodec`, whose decoder looks the anchors up).
+    """
+
+    camera: PinholeCamera
+    pixel_subdivisions: int = 4
+    depth_step: float = 0.001
+
+    tokens_per_waypoint = 8
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.camera, PinholeCamera):
+            raise TypeError(f"camera must be a PinholeCamera, got {type(self.camera).__name__}")
+        s = self.pixel_subdivisions
+        if isinstance(s, bool) or not isinstance(s, (int, np.integer)) or s < 1:
+            raise ValueError(f"pixel_subdivisions must be a positive integer, got {s!r}")
+        _positive(self.depth_step, "depth_step")
+
+    def _quantise(self, points: np.ndarray) -> np.ndarray:
+        uv, d = self.camera.project(points)
+        return np.column_stack(
+            [np.rint(uv * self.pixel_subdivisions), np.rint(d / self.depth_step)]
+        ).astype(int)
+
+    def observe(self, anchors: Mapping[str, Sequence[float]]) -> dict[str, tuple[int, int, int]]:
+        """The observation of each anchor: ``name -> (U, V, D)`` in the codec's integer units."""
+        names, pts = NarrativeCodec._anchors(anchors)
+        q = self._quantise(pts)
+        return {n: (int(q[k, 0]), int(q[k, 1]), int(q[k, 2])) for k, n in enumerate(names)}
+
+    def encode(
+        self,
+        points,
+        gripper,
+        anchors: Mapping[str, Sequence[float]],
+        *,
+        anchor_names: Sequence[str] | None = None,
+    ) -> list[str]:
+        """Tokens for waypoints ``points`` (K, 3) with gripper commands (K,) in {0, 1}; nearest anchor unless named."""
+        p = _finite_array(points, "points", (None, 3))
+        g = _finite_array(gripper, "gripper", (len(p),))
+        if len(p) == 0:
+            raise ValueError("points must hold at least one waypoint")
+        if not np.all((g == 0) | (g == 1)):
+            raise ValueError("gripper commands must be 0 (open) or 1 (close)")
+        names, apts = NarrativeCodec._anchors(anchors)
+        if anchor_names is None:
+            which = np.argmin(np.linalg.norm(p[:, None, :] - apts[None], axis=2), axis=1)
+        else:
+            if len(anchor_names) != len(p) or any(a not in names for a in anchor_names):
+                raise ValueError("anchor_names must name one of the anchors for every waypoint")
+            which = np.array([names.index(a) for a in anchor_names])
+        qa, qw = self._quantise(apts), self._quantise(p)
+        tokens: list[str] = []
+        for k in range(len(p)):
+            a = qa[which[k]]
+            off = qw[k] - a
+            tokens += [names[which[k]], *map(str, a), *map(str, off), GRIPPER_WORDS[int(g[k])]]
+        return tokens
+
+    def decode(self, tokens: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """Waypoints (K, 3) and gripper commands (K,) from tokens alone; ValueError on a malformed sequence."""
+        if isinstance(tokens, str):
+            tokens = tokens.split()
+        tokens = list(tokens)
+        w = self.tokens_per_waypoint
+        if len(tokens) == 0 or len(tokens) % w:
+            raise ValueError(f"tokens must hold a positive multiple of {w} tokens, got {len(tokens)}")
+        rows = [tokens[i : i + w] for i in range(0, len(tokens), w)]
+        try:
+            nums = np.array([[int(x) for x in r[1:7]] for r in rows], dtype=float)
+            g = np.array([GRIPPER_WORDS.index(r[7]) for r in rows], dtype=float)
+        except ValueError as err:
+            raise ValueError(f"tokens are not 'anchor U V D du dv dd open|close' waypoints: {err}") from None
+        if any(r[0] in GRIPPER_WORDS or r[0].lstrip("-").isdigit() for r in rows):
+            raise ValueError("tokens: each waypoint must start with an anchor name")
+        q = nums[:, :3] + nums[:, 3:]
+        depth = q[:, 2] * self.depth_step
+        if np.any(depth <= 0):
+            raise ValueError("decoded depth must be positive")
+        return self.camera.back_project(q[:, :2] / self.pixel_subdivisions, depth), g
+
+
+@dataclass(frozen=True)
 class Plan:
     """A rendered plan: knot times, and the dense stream sampled at the control rate."""
 
@@ -385,11 +476,15 @@ class NarrativeActionInterface:
         self, positions, gripper, dt: float, anchors: Mapping[str, Sequence[float]], **codec_kw
     ) -> list[str]:
         """Narrative tokens of a dense demo; ``codec_kw`` go to :meth:`NarrativeCodec.encode` (e.g. depth_noise)."""
+        return self.codec.encode(*self.waypoints(positions, gripper, dt), anchors, **codec_kw)
+
+    def waypoints(self, positions, gripper, dt: float) -> tuple[np.ndarray, np.ndarray]:
+        """The selected waypoints (K, 3), read from the smoothed trajectory, and their gripper commands (K,)."""
         idx = self.keyframes(positions, gripper, dt)
         p = np.asarray(positions, dtype=float)
         ps = savgol_filter(p, self.smooth, 2, axis=0, mode="interp") if len(p) > self.smooth else p
         g = (np.asarray(gripper, dtype=float)[idx] >= 0.5).astype(float)
-        return self.codec.encode(ps[idx], g, anchors, **codec_kw)
+        return ps[idx], g
 
     def decode(self, tokens: Sequence[str], anchors: Mapping[str, Sequence[float]]) -> Plan:
         points, g = self.codec.decode(tokens, anchors)

@@ -1,10 +1,11 @@
-"""Semantics-retention proxy (Part B): a tiny decoder-only LM pre-trained on scene question answering, then
-fine-tuned on demonstrations written either as narrative waypoints (words the LM already has) or as dense
-per-step binned actions (a new action vocabulary, RT-2 / OpenVLA style).
+"""Semantics-retention proxy (Part B): a tiny decoder-only LM pre-trained on scene question answering and number
+text, then fine-tuned on demonstrations written as narrative waypoints in words the LM already has, as the same
+narrative in new action tokens, or as dense per-step binned actions (a new action vocabulary, RT-2 / OpenVLA
+style).
 
 A *proxy*: the "image" is a line of text naming each anchor object with its pixel (quarter pixels) and depth
-(mm) in the head camera, and "semantic competence" is grounding QA about those objects ("where is the cube ?" -> its pixel and depth). It does not test a
-real vision-language model.
+(mm) in the head camera, and "semantic competence" is grounding QA about those objects ("where is the cube ?" ->
+its pixel and depth). It does not test a real vision-language model.
 """
 
 from __future__ import annotations
@@ -17,25 +18,27 @@ import torch.nn.functional as F
 
 from neurips26.lm.transformer import GPT, GPTConfig
 
+from .narrative import GroundedNarrativeCodec
 from .scene import PickPlaceScene
 
-__all__ = ["scene_words", "qa_example", "ProxyLM"]
+__all__ = ["scene_words", "qa_example", "counting_example", "ProxyLM"]
 
 OBJECTS = ("home", "cube", "bin", "obstacle")
 
 
 def scene_words(scene: PickPlaceScene) -> list[str]:
-    """The text "image": ``name u v depth`` per anchor, u/v in pixels, depth in cm (camera frame)."""
-    anchors = scene.anchors()
-    uv, depth = scene.camera.project(np.stack(list(anchors.values())))
+    """The text "image": ``name U V D`` per anchor, U/V in quarter pixels, D the depth in mm (camera frame).
+
+    The units are those of :class:`~.narrative.GroundedNarrativeCodec`, so a narrative can copy them.
+    """
     out: list[str] = []
-    for k, name in enumerate(anchors):
-        out += [name, str(int(round(uv[k, 0]))), str(int(round(uv[k, 1]))), str(int(round(depth[k] * 100)))]
+    for name, q in GroundedNarrativeCodec(scene.camera).observe(scene.anchors()).items():
+        out += [name, *map(str, q)]
     return out
 
 
 def qa_example(scene: PickPlaceScene, rng: np.random.Generator) -> tuple[list[str], list[str]]:
-    """A grounding question "where is the <object> ?" about ``scene`` and its answer ``u v depth``.
+    """A grounding question "where is the <object> ?" about ``scene`` and its answer ``U V D``.
 
     Answering needs the model to bind an object name to the numbers written after it in the scene line (a
     retrieval skill a 2-layer transformer learns in a few hundred steps; yes/no comparisons of atomic number
@@ -45,6 +48,22 @@ def qa_example(scene: PickPlaceScene, rng: np.random.Generator) -> tuple[list[st
     obj = OBJECTS[int(rng.integers(len(OBJECTS)))]
     i = words.index(obj)
     return ["where", "is", "the", obj, "?"], words[i + 1 : i + 4]
+
+
+def counting_example(
+    rng: np.random.Generator, low: int, high: int, length: int = 6
+) -> tuple[list[str], list[str]]:
+    """Number text for pre-training: ``count n :`` -> ``n+1 ... n+length`` with n uniform in [low, high - length].
+
+    It gives every number word in [low, high] trained embeddings before fine-tuning (a real LM has read its
+    numbers), so a narrative written with them uses vocabulary the LM already knows.
+    """
+    if not (isinstance(length, int) and length >= 1):
+        raise ValueError(f"length must be a positive integer, got {length!r}")
+    if not (isinstance(low, int) and isinstance(high, int) and high - low >= length):
+        raise ValueError(f"low and high must be integers with high - low >= length, got {low!r}, {high!r}")
+    n = int(rng.integers(low, high - length + 1))
+    return ["count", str(n), ":"], [str(n + k) for k in range(1, length + 1)]
 
 
 @dataclass
@@ -126,6 +145,21 @@ class ProxyLM:
             opt.step()
             losses.append(float(loss.detach()))
         return losses
+
+    @torch.no_grad()
+    def token_accuracy(self, pairs: list[tuple[list[str], list[str]]], batch_size: int = 64) -> float:
+        """Teacher-forced accuracy: the fraction of answer tokens that are the argmax given the true prefix."""
+        if not pairs:
+            raise ValueError("pairs must not be empty")
+        self.model.eval()
+        hit = total = 0
+        for i in range(0, len(pairs), batch_size):
+            x, y = self.batch(pairs[i : i + batch_size])
+            sel = y != -100
+            pred = self.model.head(self.model.hidden_states(x)[sel]).argmax(dim=1)
+            hit += int((pred == y[sel]).sum())
+            total += int(sel.sum())
+        return hit / total
 
     @torch.no_grad()
     def generate(
