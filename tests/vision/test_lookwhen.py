@@ -29,11 +29,23 @@ from neurips26.vision.lookwhen import (
 from neurips26.vision.lookwhen.training import ImageTeacher, VideoTeacher
 
 
-def test_token_uniqueness_is_the_nearest_neighbour_cosine_distance():
+def test_token_uniqueness_is_the_nearest_neighbour_euclidean_distance():
+    rng = np.random.default_rng(0)
+    h = rng.standard_normal((2, 7, 5))
+    h[1, 4] = h[1, 2]  # an exact duplicate: distance 0 for both
+    ours = token_uniqueness(torch.tensor(h)).numpy()
+    for b in range(2):
+        for i in range(7):
+            ref = min(np.linalg.norm(h[b, i] - h[b, j]) for j in range(7) if j != i)
+            assert ours[b, i] == pytest.approx(ref, abs=1e-4)
+    assert ours[1, 2] == pytest.approx(0.0, abs=1e-4) and ours[1, 4] == pytest.approx(0.0, abs=1e-4)
+
+
+def test_token_uniqueness_cosine_is_the_nearest_neighbour_cosine_distance():
     rng = np.random.default_rng(0)
     h = rng.standard_normal((2, 7, 5))
     h[0, 3] = 2.5 * h[0, 1]  # a duplicate direction: distance 0 for both
-    ours = token_uniqueness(torch.tensor(h)).numpy()
+    ours = token_uniqueness(torch.tensor(h), metric="cosine").numpy()
     for b in range(2):
         for i in range(7):
             d = [
@@ -126,7 +138,8 @@ def test_extractor_positions_travel_with_their_tokens():
         cls, feats, _ = model.extract(video, idx)
         cls_p, feats_p, _ = model.extract(video, idx[:, perm])
         other = video.clone()
-        other[:, 3, :, 12:, 12:] += 0.3  # pixels of token 63 (frame 3, row 3, column 3)
+        # invert the pixels of token 63 (frame 3, row 3, column 3)
+        other[:, 3, :, 12:, 12:] = 1.0 - other[:, 3, :, 12:, 12:]
         cls_o, feats_o, _ = model.extract(other, torch.tensor([[0, 5, 17, 40, 62], [1, 2, 30, 31, 50]]))
         cls_s, _, _ = model.extract(video, torch.tensor([[0, 5, 17, 40, 62], [1, 2, 30, 31, 50]]))
     torch.testing.assert_close(cls, cls_p, atol=1e-5, rtol=1e-5)
@@ -148,6 +161,21 @@ def test_analytic_flops_match_torch_counter_and_scale_with_k():
     assert model.flops(k=8)["extractor"] < model.flops(k=32)["extractor"] < model.flops(k=64)["extractor"]
 
 
+def test_direction_task_labels_the_direction_of_travel():
+    data = make_moving_shapes(60, frames=6, size=24, patch=4, seed=5, task="direction")
+    assert set(np.unique(data.labels)) <= set(range(4)) and np.all(data.motion == 0)
+    yy, xx = np.mgrid[0:24, 0:24]
+    m = data.object_masks.astype(float)
+    area = m.sum((2, 3))
+    cx, cy = (m * xx).sum((2, 3)) / area, (m * yy).sum((2, 3)) / area  # object centroid per frame
+    dx, dy = cx[:, -1] - cx[:, 0], cy[:, -1] - cy[:, 0]
+    expected = np.where(
+        np.abs(dx) >= np.abs(dy), np.where(dx > 0, 0, 2), np.where(dy > 0, 1, 3)
+    )  # right, down, left, up in image axes
+    np.testing.assert_array_equal(data.labels, expected)
+    assert np.all(data.shape != data.distractor)
+
+
 def test_moving_shapes_masks_and_labels():
     data = make_moving_shapes(40, frames=8, size=32, patch=4, seed=3)
     assert data.videos.shape == (40, 8, 3, 32, 32) and data.videos.dtype == np.float32
@@ -163,6 +191,33 @@ def test_moving_shapes_masks_and_labels():
     u8 = make_moving_shapes(5, seed=3, dtype="uint8")
     assert u8.videos.dtype == np.uint8
     assert len(data.subset(slice(0, 7))) == 7
+
+
+def test_every_selection_rule_is_charged_the_selector_it_runs():
+    """The FLOPs the experiment charges each rule equal what torch counts when the model runs that rule's tokens
+    (the selector runs whatever the rule, since its CLS is the extractor's prefix token)."""
+    from neurips26.vision.lookwhen.experiment import method_flops
+
+    model = _tiny(k_ratio=0.25)
+    video = torch.rand(2, 4, 3, 16, 16)
+    N, k = model.n_tokens, model.k
+    selector_alone = FlopCounterMode(display=False)
+    with sdpa_kernel(SDPBackend.MATH), selector_alone, torch.no_grad():
+        model.selector(video[:1])
+    assert selector_alone.get_total_flops() > 0
+    rules = {
+        "random-K": random_selection(2, N, k, torch.Generator().manual_seed(0)),
+        "uniform temporal": uniform_temporal_selection(2, 4, N // 4, k),
+        "frame difference": frame_difference_selection(video, 4, k),
+        "all tokens": torch.arange(N)[None].expand(2, N),
+        None: None,
+    }
+    for name, idx in rules.items():
+        with sdpa_kernel(SDPBackend.MATH), FlopCounterMode(display=False) as fc, torch.no_grad():
+            model(video[:1], None if idx is None else idx[:1])
+        charged = method_flops(model, name)
+        assert charged["total"] == fc.get_total_flops(), name
+        assert charged["selector"] >= selector_alone.get_total_flops(), name  # + the CLS projection
 
 
 @pytest.mark.slow
@@ -239,6 +294,16 @@ def test_bad_input_names_the_parameter():
         clf.fit(np.zeros((2, 4, 3, 16, 16), np.float32), [0.5, 1.5])
     with pytest.raises(TypeError, match="video"):
         clf.fit("clips", [0, 1])
+    with pytest.raises(ValueError, match="frame_labels"):
+        clf.fit(np.zeros((2, 4, 3, 16, 16), np.float32), [0, 1], frame_labels=[0, -1])
+    with pytest.raises(ValueError, match="frame_labels"):
+        clf.fit(np.zeros((2, 4, 3, 16, 16), np.float32), [0, 1], frame_labels=[0])
+    with pytest.raises(ValueError, match=r"video must hold float values in \[0, 1\]"):
+        model(torch.full((1, 4, 3, 16, 16), 200.0))
+    with pytest.raises(ValueError, match="metric"):
+        token_uniqueness(torch.rand(2, 3, 4), metric="l1")
+    with pytest.raises(ValueError, match="task"):
+        make_moving_shapes(4, task="colour")
 
 
 @pytest.mark.experiment

@@ -14,7 +14,8 @@ A video of ``T`` frames is cut into ``N = T (H/p)(W/p)`` space-time tokens (``p 
   the full grid's fixed positions gathered with them, after the selector's CLS (projected); it returns a CLS
   feature and ``K`` patch features. A linear head on the CLS classifies.
 - **Selection target** (uniqueness): for a teacher's token features ``h_i`` over all ``N`` tokens,
-  ``u_i = min_{j != i} (1 - cos(h_i, h_j))``; the selector is trained with
+  ``u_i = min_{j != i} ||h_i - h_j||`` (the digest assumes the cosine distance, also available; see
+  :func:`token_uniqueness` for why the Euclidean one is the default); the selector is trained with
   ``KL(softmax(z(u) / tau) || softmax(s))`` where ``z`` standardises ``u`` within the clip [R: loss form].
 - **Extraction targets**: (a) the video teacher's CLS and token features at the kept positions;
   (b) an image teacher run frame by frame, its token features normalised across frames per spatial location,
@@ -28,7 +29,7 @@ Cost per clip (:meth:`LookWhen.flops`): the selector on ``N / r^2`` tokens plus 
 tokens, counted analytically (matrix products, as ``torch.utils.flop_counter`` reports them).
 
 [R] marks what the digest reconstructs (the video paper's full text was not available). The teachers here are
-small convolutional networks trained in the run (see ``teachers.py``), not InternVideo2 / DINO.
+small convolutional networks trained in the run (see :mod:`.training`), not InternVideo2 / DINO.
 """
 
 from __future__ import annotations
@@ -67,27 +68,49 @@ __all__ = [
 
 
 def as_video(video: Any, name: str = "video", channels: int | None = None) -> Tensor:
-    """Validate a batch of clips ``(B, T, C, H, W)`` (float in [0, 1] or uint8) and return float32."""
+    """Validate a batch of clips ``(B, T, C, H, W)`` (float in [0, 1] or uint8) and return float32.
+
+    A float clip outside ``[0, 1]`` (0..255 values stored as floats, or mean-subtracted frames) is rejected
+    rather than silently read as ``[0, 1]`` data.
+    """
     is_uint8 = (isinstance(video, np.ndarray) and video.dtype == np.uint8) or (
         isinstance(video, Tensor) and video.dtype == torch.uint8
     )
     x = as_image_tensor(video, name, ndim=5, channels=channels, channel_axis=2)
-    return x / 255.0 if is_uint8 else x
+    if is_uint8:
+        return x / 255.0
+    lo, hi = float(x.min()), float(x.max())
+    if lo < -1e-6 or hi > 1.0 + 1e-6:
+        raise ValueError(
+            f"{name} must hold float values in [0, 1] (or uint8 in 0..255), got values in [{lo:.4g}, {hi:.4g}]"
+        )
+    return x
 
 
 # --- targets and losses --------------------------------------------------------------------------------------
-def token_uniqueness(features: Tensor) -> Tensor:
-    """Nearest-neighbour cosine distance of each token to every other token of its clip.
+def token_uniqueness(features: Tensor, metric: str = "euclidean") -> Tensor:
+    """Nearest-neighbour distance of each token to every other token of its clip.
 
-    ``features``: ``(B, N, d)``; returns ``u`` of shape ``(B, N)`` with ``u_i = min_{j != i} 1 - cos(h_i, h_j)``
-    (in ``[0, 2]``). ``N >= 2``.
+    ``features``: ``(B, N, d)``; returns ``u`` of shape ``(B, N)`` with ``u_i = min_{j != i} dist(h_i, h_j)``.
+    ``metric``: ``"euclidean"`` (``||h_i - h_j||``) or ``"cosine"`` (``1 - cos(h_i, h_j)``, in ``[0, 2]``).
+    The digest assumes the cosine; the Euclidean distance is the default because a small teacher trained on
+    labels gives static background tokens small feature vectors whose directions its input noise turns at
+    will, so under the cosine a static token looks unique (see the experiment's ``cosine_target_overlap``).
+    ``N >= 2``.
     """
     if features.ndim != 3 or features.shape[1] < 2:
         raise ValueError(f"features must be (B, N >= 2, d), got shape {tuple(features.shape)}")
-    h = F.normalize(features.float(), dim=-1)
-    sim = h @ h.transpose(1, 2)
-    sim.diagonal(dim1=1, dim2=2).fill_(-float("inf"))
-    return (1.0 - sim.max(dim=-1).values).clamp_min(0.0)
+    if metric not in ("euclidean", "cosine"):
+        raise ValueError(f"metric must be 'euclidean' or 'cosine', got {metric!r}")
+    h = features.float()
+    if metric == "cosine":
+        h = F.normalize(h, dim=-1)
+        sim = h @ h.transpose(1, 2)
+        sim.diagonal(dim1=1, dim2=2).fill_(-float("inf"))
+        return (1.0 - sim.max(dim=-1).values).clamp_min(0.0)
+    dist = torch.cdist(h, h)
+    dist.diagonal(dim1=1, dim2=2).fill_(float("inf"))
+    return dist.min(dim=-1).values
 
 
 def selection_kl_loss(scores: Tensor, target: Tensor, tau: float = 0.5) -> Tensor:

@@ -344,9 +344,13 @@ class LookWhenClassifier:
         self.classes_, y_enc = np.unique(y, return_inverse=True)
         if len(self.classes_) < 2:
             raise ValueError("labels must hold at least 2 classes")
-        fl = y_enc if frame_labels is None else np.unique(np.asarray(frame_labels), return_inverse=True)[1]
-        if len(fl) != n:
-            raise ValueError(f"frame_labels must have one label per clip ({n}), got {len(fl)}")
+        if frame_labels is None:
+            fl = y_enc
+        else:
+            fr = np.asarray(frame_labels)
+            if fr.ndim != 1 or len(fr) != n or not np.issubdtype(fr.dtype, np.integer) or fr.min() < 0:
+                raise ValueError(f"frame_labels must be non-negative integers, one per clip ({n})")
+            fl = np.unique(fr, return_inverse=True)[1]
         torch.manual_seed(self.seed)
         self.video_teacher_ = VideoTeacher(T, H, len(self.classes_), C, self.patch, self.teacher_dim)
         train_classifier(
