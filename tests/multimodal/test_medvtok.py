@@ -4,6 +4,8 @@ on its training distribution, and bad input."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 import torch
@@ -101,6 +103,90 @@ def test_restarts_fire_at_the_defaults_within_a_few_calls():
     assert min(used) >= 32, used  # without restarts, one or two initial codes take every vector
     with pytest.raises(ValueError, match="restart_threshold"):
         VectorQuantizer(restart_threshold=1.5)
+
+
+def _calls_until_restart(n: int, far_code: int = 3, max_calls: int = 200) -> int:
+    """Calls (after the data-dependent initialisation) until a code moved far from every vector is restarted."""
+    torch.manual_seed(0)
+    gen = torch.Generator().manual_seed(n)
+    vq = VectorQuantizer(n_codes=16, code_dim=2, n_codebooks=1).train()
+    vq(torch.randn(n, 2, generator=gen))  # first call: every code drawn from the batch
+    vq.codebooks[0, far_code] = 1e3  # never the nearest code again, from its fair share of usage
+    vq.ema_sum[0, far_code] = 1e3 * vq.ema_count[0, far_code]
+    vq.ema_usage[0, far_code] = 1 / 16
+    for call in range(1, max_calls + 1):
+        vq(torch.randn(n, 2, generator=gen))
+        if vq.codebooks[0, far_code].abs().max() < 100:  # moved onto an encoder output of this batch
+            return call
+    return max_calls + 1
+
+
+def test_a_code_never_selected_restarts_within_a_bounded_number_of_calls():
+    # usage starts at the fair share 1/K and decays by usage_decay per call without a vector: below the bar
+    # restart_threshold / K after ceil(ln(0.1) / ln(0.9)) = 22 calls, whatever the batch size or the run's length
+    bound = math.ceil(math.log(0.1) / math.log(0.9))
+    assert [_calls_until_restart(n) for n in (64, 512, 4096)] == [bound] * 3
+    # the old absolute bar (1e-3 with decay 0.99) needed 688 idle calls: quick mode made 96 and restarted nothing
+
+
+def test_a_restarted_code_that_wins_nothing_restarts_at_the_next_call():
+    torch.manual_seed(0)
+    vq = VectorQuantizer(n_codes=8, code_dim=2, n_codebooks=1).train()
+    vq(torch.randn(256, 2))
+    vq.ema_usage[0, 5] = 0.0  # dead and winning nothing: restarted by the next call, then exactly at the bar
+    vq.codebooks[0, 5] = 1e3
+    vq.ema_sum[0, 5] = 1e3 * vq.ema_count[0, 5]
+    before = int(vq.restarts[0])
+    z = torch.randn(256, 2)
+    vq(z)
+    assert int(vq.restarts[0]) >= before + 1
+    assert vq.ema_usage[0, 5].item() == pytest.approx(0.1 / 8)
+    assert torch.cdist(vq.codebooks[0, 5:6], z).min() < 1e-5  # it is one of the batch's vectors
+    vq.codebooks[0, 5] = (
+        1e3  # it wins nothing in the following call: usage falls below the bar, restart again
+    )
+    vq.ema_sum[0, 5] = 1e3 * vq.ema_count[0, 5]
+    vq(torch.randn(256, 2))
+    assert vq.codebooks[0, 5].abs().max() < 100
+    vq.eval()
+    frozen = vq.codebooks.clone()
+    vq(torch.randn(256, 2) + 50)  # no updates and no restarts outside training
+    assert torch.equal(frozen, vq.codebooks)
+
+
+def test_usage_is_a_share_per_call_so_small_batches_keep_their_codes():
+    # a unified tokenizer alternates large volume batches and small image batches that use other codes: usage is
+    # each code's EMA share of the vectors per call, so the image codes are not restarted by the volume calls
+    torch.manual_seed(0)
+    gen = torch.Generator().manual_seed(0)
+    vq = VectorQuantizer(n_codes=32, code_dim=2, n_codebooks=1).train()
+    centres = torch.tensor([[-20.0, 0.0], [20.0, 0.0]])
+    big = lambda: centres[0] + torch.randn(4096, 2, generator=gen)  # noqa: E731
+    small = lambda: centres[1] + torch.randn(64, 2, generator=gen)  # noqa: E731
+    vq(torch.cat([big()[:64], small()]))  # initialised with about half the codes on each cluster
+    on_small = lambda: int((vq.codebooks[0, :, 0] > 0).sum())  # noqa: E731
+    start = on_small()
+    for _ in range(100):
+        vq(big())
+        vq(small())
+    # a per-call count against a bar of a tenth of the large batch's fair share (the previous rule) restarted
+    # the image codes onto the volume cluster at the volume calls
+    assert start >= 8 and on_small() >= start - 2, (start, on_small())
+    vq.eval()
+    assert len(torch.unique(vq(small())[1])) >= start - 2
+
+
+def test_quantiser_arguments_are_validated():
+    for kw, name in [
+        ({"decay": 1.0}, "decay"),
+        ({"usage_decay": -0.1}, "usage_decay"),
+        ({"restart_threshold": 1.5}, "restart_threshold"),
+        ({"beta": -1.0}, "beta"),
+        ({"code_dim": 0}, "code_dim"),
+        ({"n_codebooks": 0}, "n_codebooks"),
+    ]:
+        with pytest.raises(ValueError, match=name):
+            VectorQuantizer(**kw)
 
 
 def test_slice_differential_loss_definition():

@@ -203,82 +203,119 @@ def _alignment_study(run: Run, P: dict) -> None:
     )
 
 
-def run(run: Run) -> None:
-    torch.set_num_threads(1)
-    n_train = run.param("n_volumes_train", quick=256, full=1024)
-    n_test = run.param("n_volumes_test", 64, full=256)
-    slices, size = run.param("slices", 8), run.param("size", 16)
-    n_digits = run.param("n_digits_train", quick=600, full=1400)
-    epochs = run.param("epochs", quick=6, full=15)
-    sdr_weight = run.param("sdr_weight", 1.0)
-    widths, n_codes = (16, 32), run.param("n_codes", 256)
-
-    ph = make_phantoms(n_train + n_test, slices, size, seed=run.seed)
+def _reconstruction_replicate(run: Run, seed: int, P: dict) -> tuple[list[dict], dict, tuple]:
+    """Base, +SDR and 2-D-only tokenizers trained on one draw of the data; their test-set rows."""
+    n_train, n_test, slices, size = P["n_train"], P["n_test"], P["slices"], P["size"]
+    ph = make_phantoms(n_train + n_test, slices, size, seed=seed)
     vtr, vte, cte = ph.volumes[:n_train], ph.volumes[n_train:], ph.clean[n_train:]
     digits = _digits(size)[0]
-    perm = run.rng.permutation(len(digits))
-    dtr, dte = digits[perm[:n_digits]], digits[perm[n_digits : n_digits + 300]]
-
-    def build(seed: int) -> MedVTokenizer:
-        torch.manual_seed(seed)
-        return MedVTokenizer(widths=widths, n_codes=n_codes, code_dim=16, n_codebooks=2)
-
+    perm = np.random.default_rng(seed).permutation(len(digits))
+    dtr, dte = digits[perm[: P["n_digits"]]], digits[perm[P["n_digits"] : P["n_digits"] + 300]]
     rows, models = [], {}
-    plan = [("base (L1 + VQ)", 0.0, True), ("+ SDR", sdr_weight, True), ("2-D only", 0.0, False)]
-    if run.full:  # a stronger slice-differential weight, recorded beside the gated one
-        plan.append(("+ SDR (weight 3)", 3.0, True))
+    plan = [("base (L1 + VQ)", 0.0, True), ("+ SDR", P["sdr_weight"], True), ("2-D only", 0.0, False)]
     for name, w, unified in plan:
-        tok = build(run.seed)
+        torch.manual_seed(seed)
+        tok = MedVTokenizer(widths=(16, 32), n_codes=P["n_codes"], code_dim=16, n_codebooks=2)
         with run.timer(f"train {name}", clock="cpu"):
             if unified:
                 train_tokenizer(
                     tok,
                     vtr,
                     images=dtr,
-                    epochs=epochs,
+                    epochs=P["epochs"],
+                    batch_size=P["batch_size"],
                     sdr_weight=w,
                     clean_volumes=ph.clean[:n_train],
-                    seed=run.seed,
+                    seed=seed,
                 )
             else:
-                # equal budget: as many digit samples as the unified tokenizer sees (one digit batch per volume batch)
-                train_tokenizer(tok, dtr, epochs=max(1, round(epochs * n_train / len(dtr))), seed=run.seed)
+                # equal budget: the unified tokenizer's steps and digit draws (one batch of digits drawn with
+                # replacement per volume batch): n_train * epochs draws from the training digits, one pass
+                draws = np.random.default_rng(seed + 1).integers(len(dtr), size=n_train * P["epochs"])
+                train_tokenizer(tok, dtr[draws], epochs=1, batch_size=P["batch_size"], seed=seed)
         with torch.no_grad():
             rec_d, idx_d, _ = tok(torch.tensor(dte))
-            row = {"tokenizer": name, "2-D PSNR": psnr(rec_d, torch.tensor(dte), 2.0).mean().item()}
+            row = {
+                "seed": seed,
+                "tokenizer": name,
+                "2-D PSNR": psnr(rec_d, torch.tensor(dte), 2.0).mean().item(),
+            }
+            idx = idx_d.reshape(-1, idx_d.shape[-1])
             if unified:
                 rec_v, idx_v, _ = tok(torch.tensor(vte))
                 row["3-D PSNR"] = psnr(_slices(rec_v), _slices(vte), 2.0).mean().item()
                 row["3-D PSNR vs clean"] = psnr(_slices(rec_v), _slices(cte), 2.0).mean().item()
                 row["ISDE (clean)"] = inter_slice_difference_error(rec_v, cte)
-                row["codebook usage"] = float(
-                    codebook_usage(torch.cat([idx_v.flatten(0, 3), idx_d.flatten(0, 3)]), n_codes).mean()
+                idx = torch.cat([idx_v.reshape(-1, idx_v.shape[-1]), idx])
+            row["codebook usage"] = float(codebook_usage(idx, P["n_codes"]).mean())
+            counts = [torch.bincount(idx[:, g], minlength=P["n_codes"]).double() for g in range(idx.shape[1])]
+            row["code perplexity"] = float(
+                np.mean(
+                    [torch.exp(-(c / c.sum() * torch.log(c / c.sum() + 1e-12)).sum()).item() for c in counts]
                 )
-            else:
-                row["codebook usage"] = float(codebook_usage(idx_d.flatten(0, 2), n_codes).mean())
+            )
+            row["restarts"] = int(tok.quantizer.restarts.sum())
         rows.append(row)
         models[name] = tok
-    base, sdr, only2d = rows[:3]
-    if run.full:
-        run.metric("isde_reduction_weight3", 1.0 - rows[3]["ISDE (clean)"] / base["ISDE (clean)"])
-        run.metric("psnr3d_sdr_weight3", rows[3]["3-D PSNR"])
-    for key, row in (("base", base), ("sdr", sdr), ("2d_only", only2d)):
-        run.metric(f"codebook_usage_{key}", row["codebook usage"])
-    run.check("codebook_in_use", min(r["codebook usage"] for r in rows[:3]))
-    run.metric("isde_base", base["ISDE (clean)"])
-    run.metric("isde_sdr", sdr["ISDE (clean)"])
-    run.metric("psnr3d_base", base["3-D PSNR"])
-    run.metric("psnr3d_sdr", sdr["3-D PSNR"])
-    run.metric("psnr2d_unified", sdr["2-D PSNR"])
-    run.metric("psnr2d_2d_only", only2d["2-D PSNR"])
+    return rows, models, (vte, cte)
+
+
+def run(run: Run) -> None:
+    torch.set_num_threads(1)
+    P = {
+        "n_train": run.param("n_volumes_train", quick=224, full=768),
+        "n_test": run.param("n_volumes_test", 64, full=256),
+        "slices": run.param("slices", 8),
+        "size": run.param("size", 16),
+        "n_digits": run.param("n_digits_train", quick=600, full=1400),
+        "epochs": run.param("epochs", quick=4, full=15),
+        "batch_size": run.param("batch_size", quick=16, full=32),
+        "sdr_weight": run.param("sdr_weight", 1.0),
+        "n_codes": run.param("n_codes", 256),
+    }
+    # quick: one replicate on the run's seed; full: three replicates (data and tokenizers re-drawn per replicate)
+    n_rep = run.param("replicates", quick=1, full=3)
+    seeds = [run.seed] if n_rep == 1 else run.seeds(n_rep)
+    per_seed, models = [], None
+    for seed in seeds:
+        rows, m, t = _reconstruction_replicate(run, seed, P)
+        per_seed.append(rows)
+        if models is None:
+            models, (vte, cte) = m, t
+    # per replicate: one value each (quick: a single value); a check passes only when every replicate passes
+    col = lambda i, key: [rows[i][key] for rows in per_seed]  # noqa: E731  (0 base, 1 +SDR, 2 2-D only)
+    one = (lambda v: v[0]) if len(seeds) == 1 else (lambda v: v)  # noqa: E731
+    mean = lambda v: float(np.mean(v))  # noqa: E731
+    for i, key in enumerate(("base", "sdr", "2d_only")):
+        run.metric(f"codebook_usage_{key}", mean(col(i, "codebook usage")))
+        run.metric(f"code_perplexity_{key}", mean(col(i, "code perplexity")))
+        run.metric(f"restarts_{key}", mean(col(i, "restarts")))
+    usage = [min(rows[i]["codebook usage"] for i in range(3)) for rows in per_seed]
+    run.check("codebook_in_use", min(usage))
+    isde_red = [1.0 - s / b for b, s in zip(col(0, "ISDE (clean)"), col(1, "ISDE (clean)"))]
+    drop = [b - s for b, s in zip(col(0, "3-D PSNR"), col(1, "3-D PSNR"))]
+    gap = [o - u for o, u in zip(col(2, "2-D PSNR"), col(1, "2-D PSNR"))]
+    run.metric("isde_base", mean(col(0, "ISDE (clean)")))
+    run.metric("isde_sdr", mean(col(1, "ISDE (clean)")))
+    run.metric("psnr3d_base", mean(col(0, "3-D PSNR")))
+    run.metric("psnr3d_sdr", mean(col(1, "3-D PSNR")))
+    run.metric("psnr2d_unified", mean(col(1, "2-D PSNR")))
+    run.metric("psnr2d_2d_only", mean(col(2, "2-D PSNR")))
+    run.metric("psnr2d_base", mean(col(0, "2-D PSNR")))
     run.metric("isde_input_noise", inter_slice_difference_error(vte, cte))
-    run.metric("isde_reduction_sdr", 1.0 - sdr["ISDE (clean)"] / base["ISDE (clean)"])
-    run.metric("psnr3d_drop_sdr", base["3-D PSNR"] - sdr["3-D PSNR"])
-    run.check("isde_reduction", 1.0 - sdr["ISDE (clean)"] / base["ISDE (clean)"])
-    run.check("sdr_psnr_drop", base["3-D PSNR"] - sdr["3-D PSNR"])
-    run.check("unified_2d_psnr_gap", only2d["2-D PSNR"] - sdr["2-D PSNR"])
-    run.table(rows, name="results", caption="Test-set reconstruction of one tokenizer per row")
-    _alignment_study(run, {"size": size, "slices": slices, "n_codes": n_codes})
+    run.metric("isde_reduction_sdr", mean(isde_red))
+    run.metric("psnr3d_drop_sdr", mean(drop))
+    run.metric("unified_gap_mean", mean(gap))
+    run.check("isde_reduction", one(isde_red))
+    run.check("sdr_psnr_drop", one(drop))
+    run.check("unified_2d_psnr_gap", one(gap))
+    run.table(
+        [r for rows in per_seed for r in rows],
+        name="results",
+        caption="Test-set reconstruction of one tokenizer per row",
+    )
+    _alignment_study(run, {"size": P["size"], "slices": P["slices"], "n_codes": P["n_codes"]})
+    slices = P["slices"]
 
     with torch.no_grad():
         rec_b = models["base (L1 + VQ)"](torch.tensor(vte[:1]))[0][0, 0]

@@ -9,7 +9,8 @@ design is MedITok, arXiv 2505.19225). Everything MedVTok-specific here is recons
   the same tokens as the first slice of a volume that starts with it); a 1x1 projection feeds the quantiser.
 - **Vector quantisation**: ``G`` sub-codebooks of ``K`` codes of width ``c``; each sub-vector goes to its nearest
   code (squared Euclidean), straight-through gradients, commitment ``beta ||z - sg(q)||^2``, EMA codebook updates
-  with restarts of unused codes (small data leaves codes dead otherwise).
+  initialised from encoder outputs, with restarts of codes whose EMA share of the vectors per call falls below a
+  tenth of their fair share (small data leaves codes dead otherwise).
 - **Decoder**: 1x1 projection, causal slice convolution, per-slice 2-D conv decoder.
 - **Slice-differential regularisation** [R]: ``L_SD = 1/(D-1) sum_k mean |(x^_{k+1} - x^_k) - (x_{k+1} - x_k)|``,
   added to the pixel loss as ``lambda_SD L_SD`` (per-voxel losses ignore inter-slice coherence).
@@ -70,12 +71,21 @@ class VectorQuantizer(nn.Module):
     ``forward(z)`` with ``z`` of shape ``(..., n_codebooks * code_dim)`` returns
     ``(quantised (straight-through), indices (..., n_codebooks), commitment loss, perplexity per codebook)``.
 
-    Dead-code restarts: in training, a code whose EMA assignment count falls below ``restart_threshold`` times
-    its fair share of the batch (``n / n_codes`` of the ``n`` vectors quantised per call) is moved to a random
-    encoder output of the batch, with a count of twice the bar, so it has ``ln 2 / -ln decay`` calls (69 at
-    ``decay=0.99``) to win vectors before it can restart again. The bar is relative, so restarts fire from the
-    first calls whatever the batch size; the initial random codes are replaced by encoder outputs this way (a
-    data-dependent initialisation, as in Jukebox's and SoundStream's random restarts).
+    Codes follow exponential moving averages over training calls (``decay`` per call) of their assignment count
+    ``ema_count`` and vector sum ``ema_sum`` (the code is their ratio). Dead codes are found from a separate,
+    faster EMA (``usage_decay`` per call) of each code's *usage*, its share of the vectors quantised in a call,
+    so a call counts the same whatever its batch size (a unified tokenizer alternates large volume batches and
+    small image batches that use other codes).
+
+    - Data-dependent initialisation: the first training call draws every code from that batch's encoder outputs
+      (as Jukebox does), each with the fair share ``1 / n_codes`` as its usage.
+    - Dead-code restarts (Jukebox, SoundStream): after each training call, every code whose usage is below the
+      bar ``restart_threshold / n_codes`` (a fraction of the fair share) moves to a random encoder output of the
+      current batch, with its usage set to the bar. A code that stops winning vectors falls below the bar within
+      ``ceil(ln(restart_threshold) / ln(usage_decay))`` calls from the fair share (22 at the defaults); a
+      restarted code that wins less than the bar's share in the next call is restarted again in that call.
+      Neither bound depends on how many calls a run makes. ``restart_threshold=0`` turns restarts off.
+      ``restarts`` counts the restarts per sub-codebook since the initialisation.
     """
 
     def __init__(
@@ -86,6 +96,7 @@ class VectorQuantizer(nn.Module):
         beta: float = 0.25,
         decay: float = 0.99,
         restart_threshold: float = 0.1,
+        usage_decay: float = 0.9,
     ) -> None:
         super().__init__()
         self.n_codes = check_positive_int(n_codes, "n_codes", 2)
@@ -97,15 +108,35 @@ class VectorQuantizer(nn.Module):
             raise ValueError(
                 f"restart_threshold must be a fraction of the fair share in [0, 1), got {restart_threshold}"
             )
+        if not beta >= 0:
+            raise ValueError(f"beta must be >= 0, got {beta}")
+        if not 0 <= usage_decay < 1:
+            raise ValueError(f"usage_decay must be in [0, 1), got {usage_decay}")
         self.beta, self.decay, self.restart_threshold = float(beta), float(decay), float(restart_threshold)
+        self.usage_decay = float(usage_decay)
         self.register_buffer("codebooks", torch.randn(self.n_codebooks, self.n_codes, self.code_dim))
         self.register_buffer("ema_count", torch.ones(self.n_codebooks, self.n_codes))
         self.register_buffer("ema_sum", self.codebooks.clone())
+        self.register_buffer("ema_usage", torch.zeros(self.n_codebooks, self.n_codes))  # EMA share per call
+        self.register_buffer("initialised", torch.zeros((), dtype=torch.bool))
+        self.register_buffer("restarts", torch.zeros(self.n_codebooks, dtype=torch.long))  # restarted codes
 
     def lookup(self, indices: Tensor) -> Tensor:
         """Codes for ``indices`` ``(..., n_codebooks)`` -> ``(..., n_codebooks * code_dim)``."""
         g = torch.arange(self.n_codebooks, device=indices.device)
         return self.codebooks[g, indices].flatten(-2)
+
+    @torch.no_grad()
+    def _restart(self, flat: Tensor, mask: Tensor, count: float, share: float) -> None:
+        for g in range(self.n_codebooks):
+            n_dead = int(mask[g].sum())
+            if n_dead:
+                pick = flat[torch.randint(len(flat), (n_dead,), device=flat.device), g]
+                self.codebooks[g, mask[g]] = pick
+                self.ema_count[g, mask[g]] = count
+                self.ema_usage[g, mask[g]] = share
+                self.ema_sum[g, mask[g]] = count * pick
+                self.restarts[g] += n_dead
 
     def forward(self, z: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
         if z.shape[-1] != self.n_codebooks * self.code_dim:
@@ -114,34 +145,43 @@ class VectorQuantizer(nn.Module):
             )
         lead = z.shape[:-1]
         flat = z.reshape(-1, self.n_codebooks, self.code_dim)  # (n, G, c)
-        d = (
-            flat.pow(2).sum(-1, keepdim=True)
-            - 2 * torch.einsum("ngc,gkc->ngk", flat, self.codebooks)
-            + self.codebooks.pow(2).sum(-1)[None]
-        )
-        idx = d.argmin(-1)  # (n, G)
+        bar = self.restart_threshold / self.n_codes  # the usage below which a code is dead
+        if self.training and len(flat) and not self.initialised:  # first training call: codes from the data
+            everyone = torch.ones_like(self.ema_count, dtype=torch.bool)
+            self._restart(flat.detach(), everyone, len(flat) / self.n_codes, 1.0 / self.n_codes)
+            self.restarts.zero_()
+            self.initialised.fill_(True)
+        # per sub-codebook: nearest code and assignment counts, without an (n, G, K) one-hot
+        with torch.no_grad():
+            x = flat.detach()
+            idx = torch.stack(
+                [
+                    torch.addmm(self.codebooks[g].pow(2).sum(-1), x[:, g], self.codebooks[g].T, alpha=-2)
+                    .min(-1)
+                    .indices
+                    for g in range(self.n_codebooks)
+                ],
+                dim=1,
+            )  # (n, G); the |x|^2 term is the same for every code
+            count = torch.stack(
+                [torch.bincount(idx[:, g], minlength=self.n_codes) for g in range(self.n_codebooks)]
+            )
+            count = count.to(flat.dtype)  # (G, K)
         q = self.lookup(idx).view(*lead, -1)
-        onehot = F.one_hot(idx, self.n_codes).to(flat.dtype)  # (n, G, K)
-        if self.training:
+        if self.training and len(flat):
             with torch.no_grad():
-                count = onehot.sum(0)
+                sums = torch.zeros_like(self.ema_sum)
+                for g in range(self.n_codebooks):
+                    sums[g].index_add_(0, idx[:, g], x[:, g])
+                self.ema_usage.mul_(self.usage_decay).add_(count / len(flat), alpha=1 - self.usage_decay)
                 self.ema_count.mul_(self.decay).add_(count, alpha=1 - self.decay)
-                self.ema_sum.mul_(self.decay).add_(
-                    torch.einsum("ngk,ngc->gkc", onehot, flat.detach()), alpha=1 - self.decay
-                )
+                self.ema_sum.mul_(self.decay).add_(sums, alpha=1 - self.decay)
                 self.codebooks.copy_(self.ema_sum / self.ema_count.clamp_min(1e-5)[..., None])
-                bar = self.restart_threshold * len(flat) / self.n_codes
-                dead = self.ema_count < bar
+                dead = self.ema_usage < bar
                 if dead.any():  # restart unused codes at random encoder outputs of this batch
-                    for g in range(self.n_codebooks):
-                        n_dead = int(dead[g].sum())
-                        if n_dead:
-                            pick = torch.randint(len(flat), (n_dead,), device=flat.device)
-                            self.codebooks[g, dead[g]] = flat[pick, g].detach()
-                            self.ema_count[g, dead[g]] = 2.0 * bar
-                            self.ema_sum[g, dead[g]] = 2.0 * bar * flat[pick, g].detach()
+                    self._restart(x, dead, bar * len(flat), bar)
         loss = self.beta * F.mse_loss(z, q.detach())
-        probs = onehot.mean(0)  # (G, K)
+        probs = count / max(len(flat), 1)  # (G, K)
         perplexity = torch.exp(-(probs * torch.log(probs + 1e-10)).sum(-1))
         return z + (q - z).detach(), idx.view(*lead, self.n_codebooks), loss, perplexity
 
