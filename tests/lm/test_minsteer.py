@@ -21,6 +21,7 @@ from neurips26.lm.minsteer import (  # noqa: E402
     contrastive_rewrite_direction,
     contrastive_rewrite_directions,
     generate_steered,
+    matched_strength,
     random_direction,
     steer,
     two_sequence_direction,
@@ -191,6 +192,33 @@ def test_random_direction_is_norm_matched():
     assert abs(float(r @ like / r.norm() / like.norm())) < 0.2  # not aligned with the reference
 
 
+def test_matched_strength_interpolates_the_first_crossing_of_the_budget():
+    # crossed between 0.1 (ratio 1.1) and 0.2 (ratio 1.5), a quarter of the way in ratio: alpha 0.125
+    alpha, status = matched_strength([0.1, 0.2, 0.3], [1.1, 1.5, 2.0], budget=1.2)
+    assert status == "matched" and alpha == pytest.approx(0.125)
+    # the first crossing decides, even when a later point dips back under the budget
+    assert matched_strength([0.1, 0.2, 0.3], [1.3, 1.1, 1.0], 1.25)[0] == pytest.approx(0.1 * 0.25 / 0.3)
+    # over the budget at every grid strength: reported, and interpolated from (0, 1), never zeroed
+    alpha, status = matched_strength([0.1, 0.2], [1.5, 2.0], 1.25)
+    assert status == "over_budget_at_every_grid_strength" and alpha == pytest.approx(0.05)
+    # never reached on the grid: the largest strength
+    assert matched_strength([0.1, 0.2], [0.9, 1.2], 1.25) == (0.2, "budget_not_reached")
+    # a ratio exactly at the budget is within it
+    assert matched_strength([0.1, 0.2], [1.25, 1.3], 1.25)[1] == "matched"
+
+
+def test_matched_strength_bad_input_names_the_parameter():
+    for alphas in ([], [0.2, 0.1], [0.0, 0.1], "0.1", [float("nan")]):
+        with pytest.raises(ValueError, match="alphas"):
+            matched_strength(alphas, [1.0] * max(len(alphas), 1), 1.25)
+    for ratios in ([1.0], [1.0, float("inf")], [1.0, -1.0], None):
+        with pytest.raises(ValueError, match="ratios"):
+            matched_strength([0.1, 0.2], ratios, 1.25)
+    for budget in (1.0, 0.5, float("inf"), True, "1.25"):
+        with pytest.raises(ValueError, match="budget"):
+            matched_strength([0.1, 0.2], [1.1, 1.3], budget)
+
+
 def test_template_prompts_are_disjoint_by_topic():
     extract, evaluate = split_topics(0)
     assert not set(extract) & set(evaluate)
@@ -221,6 +249,18 @@ def test_bad_input(smol):
         contrastive_rewrite_directions(model, tok, "one string", "sad", "happy", 3)
     with pytest.raises(ValueError, match="max_new_tokens"):
         contrastive_rewrite_direction(model, tok, p, "sad", "happy", 3, max_new_tokens=0)
+    with pytest.raises(ValueError, match="style_instruction must contain"):
+        contrastive_rewrite_direction(model, tok, p, "sad", "happy", 3, style_instruction="Be {style}.")
+    with pytest.raises(ValueError, match="style_instruction may only use"):
+        contrastive_rewrite_direction(
+            model, tok, p, "sad", "happy", 3, style_instruction="{prompt} on {topic}, {style}."
+        )
+    with pytest.raises(ValueError, match="flip_instruction must contain"):
+        contrastive_rewrite_direction(model, tok, p, "sad", "happy", 3, flip_instruction="Rewrite it.")
+    with pytest.raises(ValueError, match="style_instruction"):
+        two_sequence_direction(model, tok, p, "sad", "happy", 3, style_instruction=None)
+    with pytest.raises(ValueError, match="reply_x equals reply_y"):
+        caa_direction(model, tok, [("Say hi.", "Hi.", "Hi.")], 3)
     with pytest.raises(ValueError, match="prompts"):
         two_sequence_direction(model, tok, [], "sad", "happy", 3)
     with pytest.raises(ValueError, match="style_x"):

@@ -69,6 +69,21 @@ def _text(value: Any, name: str) -> str:
     return value
 
 
+def _template(value: Any, name: str, fields: tuple[str, ...], **kwargs: str) -> str:
+    """``value.format(**kwargs)``; the template must be a string that uses every field in ``fields`` and no other."""
+    if not isinstance(value, str):
+        raise ValueError(f"{name} must be a string template, got {value!r}")
+    missing = [f for f in fields if "{" + f + "}" not in value]
+    if missing:
+        raise ValueError(f"{name} must contain {', '.join('{' + f + '}' for f in missing)}, got {value!r}")
+    try:
+        return value.format(**kwargs)
+    except (KeyError, IndexError, ValueError) as err:
+        raise ValueError(
+            f"{name} may only use the fields {', '.join('{' + k + '}' for k in kwargs)}, got {value!r} ({err!r})"
+        ) from None
+
+
 def _max_tokens(value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValueError(f"max_new_tokens must be a positive integer, got {value!r}")
@@ -165,8 +180,11 @@ def contrastive_rewrite_directions(
     style_x, style_y = _text(style_x, "style_x"), _text(style_y, "style_y")
     layers = _layers(model, layer)
     max_new_tokens = _max_tokens(max_new_tokens)
-    users = [style_instruction.format(prompt=p, style=style_x) for p in prompts]
-    flip = flip_instruction.format(style=style_y)
+    users = [
+        _template(style_instruction, "style_instruction", ("prompt", "style"), prompt=p, style=style_x)
+        for p in prompts
+    ]
+    flip = _template(flip_instruction, "flip_instruction", ("style",), style=style_y)
     eos = tokenizer.eos_token_id
     ids, mask = encode_batch(tokenizer, [_render(tokenizer, system, u) for u in users])
     dec = Decoder.start(model, ids, mask)
@@ -271,7 +289,11 @@ def two_sequence_direction(
     layers = _layers(model, layer)
     max_new_tokens = _max_tokens(max_new_tokens)
     eos = tokenizer.eos_token_id
-    users = [style_instruction.format(prompt=p, style=s) for s in (style_x, style_y) for p in prompts]
+    users = [
+        _template(style_instruction, "style_instruction", ("prompt", "style"), prompt=p, style=s)
+        for s in (style_x, style_y)
+        for p in prompts
+    ]
     ids, mask = encode_batch(tokenizer, [_render(tokenizer, system, u) for u in users])
     dec = Decoder.start(model, ids, mask)
     with record_residual(model, layers) as rec:
@@ -330,6 +352,8 @@ def caa_direction(
             isinstance(pair, (tuple, list)) and len(pair) == 3 and all(isinstance(s, str) and s for s in pair)
         ):
             raise ValueError(f"each pair must be (prompt, reply_x, reply_y) non-empty strings, got {pair!r}")
+    if all(rx == ry for _, rx, ry in pairs):
+        raise ValueError("pairs: reply_x equals reply_y in every pair, so the contrast direction is zero")
     layers = _layers(model, layer)
     heads = [_render(tokenizer, system, p) for p, _, _ in pairs]
     texts = [h + r for h, (_, rx, ry) in zip(heads, pairs) for r in (rx, ry)]
@@ -361,6 +385,41 @@ def random_direction(like: torch.Tensor, generator: torch.Generator | None = Non
         raise ValueError("like must be a 1-D tensor (the direction whose norm is matched)")
     v = torch.randn(like.shape[0], generator=generator)
     return v / v.norm() * like.norm()
+
+
+# --- matched perplexity -------------------------------------------------------------------------------------
+def matched_strength(
+    alphas: Sequence[float], ratios: Sequence[float], budget: float = 1.25
+) -> tuple[float, str]:
+    """The steering strength at which the perplexity ratio reaches ``budget``, read off a calibration grid.
+
+    ``alphas``: increasing positive strengths; ``ratios``: the perplexity ratio (steered over unsteered text,
+    both scored by the unsteered model) measured at each. The grid starts at ``(0, 1.0)`` (no steering leaves the
+    perplexity unchanged); the strength is interpolated linearly on the first segment whose ratio crosses the
+    budget. Returns ``(alpha, status)``; status ``"matched"``: the budget was crossed after the first grid point;
+    ``"over_budget_at_every_grid_strength"``: the first grid point already exceeds it (the strength is
+    interpolated between 0 and that point, so the method still gets its matched strength, only a smaller one than
+    the grid offers); ``"budget_not_reached"``: every grid point stays within it (the largest strength is used).
+    """
+    if isinstance(alphas, (str, bytes)) or not isinstance(alphas, Sequence) or not alphas:
+        raise ValueError(f"alphas must be a non-empty list of increasing positive numbers, got {alphas!r}")
+    a = [float(x) for x in alphas]
+    if not all(math.isfinite(x) and x > 0 for x in a) or any(y <= x for x, y in zip(a, a[1:])):
+        raise ValueError(f"alphas must be a non-empty list of increasing positive numbers, got {alphas!r}")
+    if isinstance(ratios, (str, bytes)) or not isinstance(ratios, Sequence) or len(ratios) != len(a):
+        raise ValueError(f"ratios must be a list of {len(a)} numbers (one per alpha), got {ratios!r}")
+    r = [float(x) for x in ratios]
+    if not all(math.isfinite(x) and x > 0 for x in r):
+        raise ValueError(f"ratios must be finite positive numbers, got {ratios!r}")
+    if isinstance(budget, bool) or not isinstance(budget, (int, float)) or not (1.0 < budget < math.inf):
+        raise ValueError(f"budget must be a finite number above 1, got {budget!r}")
+    grid_a, grid_r = [0.0, *a], [1.0, *r]
+    for k in range(1, len(grid_a)):
+        if grid_r[k] > budget:
+            a0, a1, r0, r1 = grid_a[k - 1], grid_a[k], grid_r[k - 1], grid_r[k]
+            alpha = a0 + (budget - r0) / (r1 - r0) * (a1 - a0) if r1 > r0 else a0
+            return alpha, ("over_budget_at_every_grid_strength" if k == 1 else "matched")
+    return a[-1], "budget_not_reached"
 
 
 # --- steering -----------------------------------------------------------------------------------------------
