@@ -6,9 +6,11 @@ at a PSNR cost <= 1 dB. Digits-FID is the Frechet distance in the penultimate fe
 trained in the run on HR training images (no downloaded perceptual network); the reference set is the HR
 training images. Each stochastic system's FID is the mean over ``draws`` noise draws of the whole test set.
 
-Two preconditions gate every claim: the 50-step teacher's FID within 1.25x of the floor FID(HR test, HR train),
+Two preconditions gate every claim: the 50-step teacher closing all but 2% of the FID gap from bicubic down to the
+floor FID(HR test, HR train),
 and the student's FID moving by at most 10% between half and the whole distillation budget (a second student is
-distilled for half the epochs). Full mode trains 300 epochs; quick's 30 epochs leave both unmet.
+distilled for half the epochs, in full mode only). Full mode trains 300 epochs; at quick's 30 the teacher one is
+unmet and the student one is not measured (NaN: inconclusive).
 """
 
 from __future__ import annotations
@@ -96,8 +98,10 @@ def _one_seed(run: Run, seed: int, p: dict) -> tuple[dict, list[dict], dict]:
 
     with run.timer(f"splitmeanflow s{seed}", clock="cpu"):
         student = distil(p["student_epochs"])
-    with run.timer(f"splitmeanflow half budget s{seed}", clock="cpu"):
-        half = distil(max(1, p["student_epochs"] // 2))
+    half = None
+    if p["plateau_check"]:
+        with run.timer(f"splitmeanflow half budget s{seed}", clock="cpu"):
+            half = distil(max(1, p["student_epochs"] // 2))
 
     def timed(fn) -> tuple[list[torch.Tensor], float]:
         t0 = time.process_time()
@@ -115,8 +119,10 @@ def _one_seed(run: Run, seed: int, p: dict) -> tuple[dict, list[dict], dict]:
         results[f"teacher {steps} NFE"] = evaluate(out)
     out, secs["SMFSR stage 1"] = timed(lambda e: e + student(e, zeros, ones, cte))
     results["SMFSR stage 1"] = evaluate(out)
-    with torch.no_grad():
-        fid_half = evaluate([e + half(e, zeros, ones, cte) for e in noises])["Digits-FID"]
+    fid_half = math.nan  # quick: not measured
+    if half is not None:
+        with torch.no_grad():
+            fid_half = evaluate([e + half(e, zeros, ones, cte) for e in noises])["Digits-FID"]
     training = {"fid_floor": floor, "fid_student_half_budget": fid_half}
     samples = {
         "LR (bicubic)": upsample_condition(cte, 8)[:6],
@@ -161,6 +167,7 @@ def run(run: Run) -> None:
         "boundary_fraction": run.param("boundary_fraction", 0.25),
         "draws": run.param("draws", 8),
         "gan_epochs": run.param("gan_epochs", quick=0, full=10),
+        "plateau_check": run.param("plateau_check", quick=False, full=True),
         "gan_lr": run.param("gan_lr", 5e-5),
         "fidelity_weight": run.param("fidelity_weight", 3.0),
     }
@@ -186,7 +193,8 @@ def run(run: Run) -> None:
     ours = vals("SMFSR stage 1")
     floors = [t["fid_floor"] for t in trained]
     halves = [t["fid_student_half_budget"] for t in trained]
-    teacher_vs_floor = [a / b for a, b in zip(vals("teacher 50 NFE"), floors)]
+    # the share of the FID gap from the trivial upsampler (bicubic) down to the floor that the teacher leaves open
+    teacher_gap_left = [(a - f) / (b - f) for a, b, f in zip(vals("teacher 50 NFE"), vals("bicubic"), floors)]
     student_change = [abs(a - b) / a for a, b in zip(ours, halves)]
     r50 = [a / b for a, b in zip(ours, vals("teacher 50 NFE"))]
     r1 = [a / b for a, b in zip(ours, vals("teacher 1 NFE"))]
@@ -195,14 +203,14 @@ def run(run: Run) -> None:
     # differ (diversity <= 0.02) counts as failing whatever its FID
     gap_reg = [a - b if d > 0.02 else math.inf for a, b, d in zip(ours, vals("direct regression"), diversity)]
     run.metric("fid_floor_hr_test", float(np.mean(floors)))
-    run.metric("teacher50_fid_over_floor_mean", float(np.mean(teacher_vs_floor)))
+    run.metric("teacher50_gap_left_mean", float(np.mean(teacher_gap_left)))
     run.metric("fid_smfsr_stage_1_half_budget", float(np.mean(halves)))
     run.metric("student_fid_change_mean", float(np.mean(student_change)))
     run.metric("fid_ratio_vs_teacher50_mean", float(np.mean(r50)))
     run.metric("diversity_smfsr", mean("SMFSR stage 1", "diversity"))
     run.metric("diversity_teacher50", mean("teacher 50 NFE", "diversity"))
     run.metric("best_psnr_system", max(per_seed[0], key=lambda k: per_seed[0][k]["PSNR"]))
-    run.check("teacher_trained", teacher_vs_floor)
+    run.check("teacher_trained", teacher_gap_left)
     run.check("student_at_plateau", student_change)
     run.check("fid_ratio_vs_teacher50", r50)
     run.check("fid_ratio_vs_teacher1", r1)
