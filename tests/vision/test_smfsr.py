@@ -156,6 +156,85 @@ def test_bad_input_names_the_parameter():
         FlowSR().fit(np.zeros((3, 1, 8, 8), np.float32), np.full((3, 1, 4, 4), np.nan, np.float32))
     with pytest.raises(ValueError, match="steps"):
         euler_sample(IntervalVelocityNet(2), torch.zeros(1, 1, 2, 2), torch.zeros(1, 1, 1, 1), 0)
+    with pytest.raises(ValueError, match="target"):
+        FlowSR(target="latent")
+    with pytest.raises(ValueError, match="parametrization"):
+        FlowSR(parametrization="eps")
+    with pytest.raises(ValueError, match="hr values must lie in"):  # 8-bit images not rescaled
+        FlowSR().fit(np.full((3, 1, 8, 8), 200.0, np.float32), np.zeros((3, 1, 4, 4), np.float32))
+    with pytest.raises(ValueError, match="losses"):
+        train_flow_matching(
+            IntervalVelocityNet(2), torch.zeros(2, 1, 2, 2), torch.zeros(2, 1, 1, 1), losses=()
+        )
+
+
+def test_predict_refuses_inputs_unlike_the_training_inputs():
+    rng = np.random.default_rng(0)
+    hr = rng.uniform(-1, 1, (16, 1, 8, 8)).astype(np.float32)
+    lr = degrade_mean(hr)
+    model = FlowSR(width=8, blocks=1, teacher_epochs=1, student_epochs=1, batch_size=8).fit(hr, lr)
+    out = model.predict(lr[:3])
+    assert out.shape == (3, 1, 8, 8) and np.abs(out).max() <= 1  # clipped to the data range
+    assert len(model.teacher_losses_) == len(model.student_losses_) == 1
+    for bad in (lr[:3, :, :2, :2], hr[:3], np.repeat(lr[:3], 3, axis=1)):  # smaller, HR-sized, 3 channels
+        with pytest.raises(ValueError, match="lr_images must be"):
+            model.predict(bad)
+    with pytest.raises(ValueError, match="lr_images values"):
+        model.predict(lr[:3] * 255)
+    with pytest.raises(ValueError, match="seed"):
+        model.predict(lr[:3], seed=-1)
+    with pytest.raises(ValueError, match="n_samples"):
+        model.predict(lr[:3], n_samples=0)
+
+
+def test_data_prediction_one_step_output_is_the_network_output():
+    from neurips26.vision.smfsr.flows import _DataPrediction
+
+    torch.manual_seed(0)
+    net = _DataPrediction(IntervalVelocityNet(4, width=16, blocks=1))
+    eps, cond = torch.randn(5, 1, 4, 4), torch.randn(5, 1, 2, 2)
+    zeros, ones = torch.zeros(5), torch.ones(5)
+    torch.testing.assert_close(eps + net(eps, zeros, ones, cond), net.net(eps, zeros, ones, cond))
+    t = torch.full((5,), 0.3)
+    z = torch.randn(5, 1, 4, 4)  # at b = a: the rectified path's velocity (x_hat - z_t) / (1 - t)
+    torch.testing.assert_close(net.velocity(z, t, cond), (net.net(z, t, t, cond) - z) / 0.7)
+
+
+def _camera_pairs(size: int = 16):
+    """The bundled cameraman in [-1, 1], LR = 2x box down: random training patches from the left half, the
+    right half cut into tiles for testing."""
+    from skimage import data
+
+    img = data.camera().astype(np.float32) / 127.5 - 1
+
+    def lr_of(hr):
+        return np.stack([downscale_local_mean(h[0], 2) for h in hr])[:, None].astype(np.float32)
+
+    rng = np.random.default_rng(0)
+    ii, jj = rng.integers(0, 512 - size + 1, 1500), rng.integers(0, 256 - size + 1, 1500)
+    hr = np.stack([img[i : i + size, j : j + size] for i, j in zip(ii, jj)])[:, None]
+    right = img[:, 256:]
+    tiles = (
+        right.reshape(512 // size, size, 256 // size, size).transpose(0, 2, 1, 3).reshape(-1, 1, size, size)
+    )
+    return hr, lr_of(hr), tiles, lr_of(tiles)
+
+
+@pytest.mark.slow
+def test_default_flowsr_comes_near_bicubic_on_the_cameraman():
+    # a regression guard, not the property the project asks for: the defaults do NOT yet match bicubic on this
+    # held-out half of the cameraman (one sample per tile; the image-target velocity net of the experiment is
+    # about 20 dB below bicubic here, the residual + data-prediction default within a couple of dB)
+    from neurips26.vision.smfsr import upsample_condition
+
+    hr, lr, hr_test, lr_test = _camera_pairs()
+    out = FlowSR().fit(hr, lr).predict(lr_test)
+    bicubic = upsample_condition(torch.tensor(lr_test), 16).clamp(-1, 1).numpy()
+
+    def psnr_db(a):
+        return 10 * np.log10(4 / np.mean((a - hr_test) ** 2))
+
+    assert psnr_db(out) >= psnr_db(bicubic) - 2.0
 
 
 @pytest.mark.slow

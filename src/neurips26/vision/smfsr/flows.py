@@ -18,6 +18,9 @@ Time convention (as the released code): ``t = 0`` is noise, ``t = 1`` is data. R
   ``MLP([emb(a), emb(b)])`` reduces to the teacher's at ``a = b``). Boundary fraction and ``lam ~ U(0, 1)``
   are reconstructed [R].
 - **One step**: ``x = eps + u_theta(eps, 0, 1 | c)``, ``eps ~ N(0, I)``: one network evaluation, still stochastic.
+- **FlowSR** (the user-facing estimator) runs the same recipe on the standardised residual to the bicubic image
+  and lets the network predict the data end of the straight line (``u = (D - z_a) / (1 - a)``) rather than the
+  velocity; the digits experiment keeps the digest's image-space velocity networks. See :class:`FlowSR`.
 - **Stage 2** (GAN refinement) [R: wiring]: the one-step generator is fine-tuned against a discriminator made of
   the teacher's frozen feature trunk and a trainable head (non-saturating loss), plus an L2 fidelity term to HR.
   The paper's VSD term is not built here.
@@ -164,6 +167,33 @@ def _pair(hr: Any, lr_images: Any) -> tuple[Tensor, Tensor]:
     return x, c
 
 
+def _fit(
+    params: Any,
+    n: int,
+    step: Any,
+    losses: list[float] | None,
+    *,
+    epochs: int,
+    batch_size: int,
+    lr: float,
+    seed: int,
+) -> None:
+    """:func:`fit_minibatches`, appending each epoch's mean mini-batch loss to ``losses`` (when a list)."""
+    if losses is not None and not isinstance(losses, list):
+        raise ValueError(f"losses must be a list (or None), got {type(losses).__name__}")
+    batch_losses: list[float] = []
+
+    def recorded(idx, gen):
+        loss = step(idx, gen)
+        batch_losses.append(float(loss.detach()))
+        return loss
+
+    fit_minibatches(params, n, recorded, epochs=epochs, batch_size=batch_size, lr=lr, seed=seed)
+    if losses is not None:
+        per = -(-n // batch_size)
+        losses.extend(float(np.mean(batch_losses[i : i + per])) for i in range(0, len(batch_losses), per))
+
+
 def train_flow_matching(
     net: IntervalVelocityNet,
     hr: Any,
@@ -173,8 +203,11 @@ def train_flow_matching(
     batch_size: int = 128,
     lr: float = 2e-3,
     seed: int = 0,
+    losses: list[float] | None = None,
 ) -> IntervalVelocityNet:
-    """Conditional flow matching on the rectified path: ``||v(z_t, t | c) - (x - eps)||^2``, ``t ~ U(0, 1)``."""
+    """Conditional flow matching on the rectified path: ``||v(z_t, t | c) - (x - eps)||^2``, ``t ~ U(0, 1)``.
+
+    Every trainer here appends each epoch's mean mini-batch loss to ``losses`` when given a list."""
     x, c = _pair(hr, lr_images)
 
     def step(idx, gen):
@@ -185,7 +218,7 @@ def train_flow_matching(
         return F.mse_loss(net.velocity(z, t, c[idx]), xb - eps)
 
     net.train()
-    fit_minibatches(net.parameters(), len(x), step, epochs=epochs, batch_size=batch_size, lr=lr, seed=seed)
+    _fit(net.parameters(), len(x), step, losses, epochs=epochs, batch_size=batch_size, lr=lr, seed=seed)
     return net.eval()
 
 
@@ -200,6 +233,7 @@ def train_splitmeanflow(
     lr: float = 1e-3,
     boundary_fraction: float = 0.25,
     seed: int = 0,
+    losses: list[float] | None = None,
 ) -> IntervalVelocityNet:
     """Stage 1: distil the frozen ``teacher`` into the average-velocity ``student`` (see the module docstring)."""
     x, c = _pair(hr, lr_images)
@@ -211,9 +245,7 @@ def train_splitmeanflow(
         return splitmeanflow_loss(student, teacher, x[idx], c[idx], gen, boundary_fraction)
 
     student.train()
-    fit_minibatches(
-        student.parameters(), len(x), step, epochs=epochs, batch_size=batch_size, lr=lr, seed=seed
-    )
+    _fit(student.parameters(), len(x), step, losses, epochs=epochs, batch_size=batch_size, lr=lr, seed=seed)
     return student.eval()
 
 
@@ -226,6 +258,7 @@ def train_regression(
     batch_size: int = 128,
     lr: float = 2e-3,
     seed: int = 0,
+    losses: list[float] | None = None,
 ) -> IntervalVelocityNet:
     """The direct LR -> HR baseline: the same network, input noise fixed at zero, trained with MSE."""
     x, c = _pair(hr, lr_images)
@@ -237,7 +270,7 @@ def train_regression(
         return F.mse_loss(out, x[idx])
 
     net.train()
-    fit_minibatches(net.parameters(), len(x), step, epochs=epochs, batch_size=batch_size, lr=lr, seed=seed)
+    _fit(net.parameters(), len(x), step, losses, epochs=epochs, batch_size=batch_size, lr=lr, seed=seed)
     return net.eval()
 
 
@@ -252,6 +285,7 @@ def train_gan_refinement(
     lr: float = 2e-4,
     fidelity_weight: float = 1.0,
     seed: int = 0,
+    losses: list[float] | None = None,
 ) -> IntervalVelocityNet:
     """Stage 2 [R]: fine-tune the one-step generator ``x = eps + u(eps, 0, 1 | c)`` against a discriminator made of
     the teacher's frozen trunk (evaluated at ``t = 1``, the data end) and a trainable linear head on it and the
@@ -282,10 +316,31 @@ def train_gan_refinement(
         return F.softplus(-disc(fake, cb)).mean() + fidelity_weight * F.mse_loss(fake, xb)
 
     generator.train()
-    fit_minibatches(
-        generator.parameters(), len(x), step, epochs=epochs, batch_size=batch_size, lr=lr, seed=seed
-    )
+    _fit(generator.parameters(), len(x), step, losses, epochs=epochs, batch_size=batch_size, lr=lr, seed=seed)
     return generator.eval()
+
+
+class _DataPrediction(nn.Module):
+    """``u(z, a, b | c) = (D(z, a, b | c) - z) / max(1 - a, 0.05)``: ``net`` predicts the data end ``D`` and the
+    average velocity is read off the straight line to it (at ``b = a``: the rectified path's velocity
+    ``(x_hat - z_t) / (1 - t)``; at ``a = 0, b = 1`` the one-step output is ``D(eps, 0, 1 | c)`` itself)."""
+
+    def __init__(self, net: IntervalVelocityNet) -> None:
+        super().__init__()
+        self.net = net
+
+    def forward(self, z: Tensor, a: Tensor, b: Tensor, cond: Tensor) -> Tensor:
+        return (self.net(z, a, b, cond) - z) / (1 - a).clamp(min=0.05).view(-1, *([1] * (z.ndim - 1)))
+
+    def velocity(self, z: Tensor, t: Tensor, cond: Tensor) -> Tensor:
+        return self(z, t, t, cond)
+
+    @property
+    def inp(self) -> nn.Linear:
+        return self.net.inp
+
+    def trunk(self, z: Tensor, a: Tensor, b: Tensor, cond: Tensor) -> Tensor:
+        return self.net.trunk(z, a, b, cond)
 
 
 class FlowSR:
@@ -295,7 +350,23 @@ class FlowSR:
     SplitMeanFlow student (stage 1) and, if ``gan_epochs > 0``, refines it adversarially (stage 2).
     ``predict(lr_images, seed=0)`` returns one HR sample per LR image in one network evaluation;
     ``predict(..., n_samples=k)`` returns ``(k, n, C, H, W)`` different plausible outputs.
-    Images ``(n, C, H, W)``, values in ``[-1, 1]``; HR side ``scale`` times the LR side.
+    Images ``(n, C, H, W)``, values in ``[-1, 1]``; HR side ``scale`` times the LR side; outputs are clipped
+    to ``[-1, 1]``.
+
+    ``target`` is what the flow carries from noise to data:
+
+    - ``"residual"`` (default): the HR image minus the bicubic upsampling of its LR image, divided by the
+      residual's standard deviation over the training pairs (``residual_scale_``, the analogue of a latent
+      diffusion model's latent scaling factor). Noise still starts every sample; the output is
+      ``bicubic(LR) + residual_scale_ * (eps + u(eps, 0, 1 | LR))``. A network that has learnt nothing returns
+      about the bicubic image; on natural images the image target below falls far short of bicubic.
+    - ``"image"``: the HR image itself, as in the paper's latent space and in this paper's digits experiment.
+
+    ``parametrization`` is what the network outputs: ``"data"`` (default) the data end ``D`` of a straight line,
+    ``u(z_a, a, b) = (D - z_a) / max(1 - a, 0.05)``, so the one-step sample is ``D(eps, 0, 1 | LR)`` and a
+    flat region needs a constant output rather than an exact cancellation of the noise; ``"velocity"`` the
+    average velocity itself (the paper's and the experiment's). ``teacher_losses_`` and ``student_losses_`` hold
+    each epoch's mean training loss.
     """
 
     def __init__(
@@ -307,62 +378,104 @@ class FlowSR:
         gan_epochs: int = 0,
         boundary_fraction: float = 0.25,
         batch_size: int = 128,
+        target: str = "residual",
+        parametrization: str = "data",
         seed: int = 0,
     ) -> None:
-        for name in ("width", "blocks", "teacher_epochs", "student_epochs", "batch_size"):
-            check_positive_int(locals()[name], name)
-        if isinstance(gan_epochs, bool) or not isinstance(gan_epochs, int) or gan_epochs < 0:
-            raise ValueError(f"gan_epochs must be an integer >= 0, got {gan_epochs!r}")
-        if not 0 <= boundary_fraction <= 1:
-            raise ValueError(f"boundary_fraction must be in [0, 1], got {boundary_fraction}")
         self.width, self.blocks, self.teacher_epochs, self.student_epochs = (
             width,
             blocks,
             teacher_epochs,
             student_epochs,
         )
-        self.gan_epochs, self.boundary_fraction, self.batch_size, self.seed = (
-            gan_epochs,
-            boundary_fraction,
-            batch_size,
-            seed,
-        )
+        self.gan_epochs, self.boundary_fraction, self.batch_size = gan_epochs, boundary_fraction, batch_size
+        self.target, self.parametrization, self.seed = target, parametrization, seed
+        self._validate_params()
+
+    def _validate_params(self) -> None:
+        for name in ("width", "blocks", "teacher_epochs", "student_epochs", "batch_size"):
+            check_positive_int(getattr(self, name), name)
+        g = self.gan_epochs
+        if isinstance(g, bool) or not isinstance(g, (int, np.integer)) or g < 0:
+            raise ValueError(f"gan_epochs must be an integer >= 0, got {g!r}")
+        if not 0 <= self.boundary_fraction <= 1:
+            raise ValueError(f"boundary_fraction must be in [0, 1], got {self.boundary_fraction}")
+        if self.target not in ("residual", "image"):
+            raise ValueError(f"target must be 'residual' or 'image', got {self.target!r}")
+        if self.parametrization not in ("data", "velocity"):
+            raise ValueError(f"parametrization must be 'data' or 'velocity', got {self.parametrization!r}")
+
+    def _net(self) -> nn.Module:
+        net = IntervalVelocityNet(self.shape_[-1], self.shape_[0], self.width, self.blocks)
+        return _DataPrediction(net) if self.parametrization == "data" else net
+
+    @staticmethod
+    def _in_range(t: Tensor, name: str) -> None:
+        lo, hi = float(t.min()), float(t.max())
+        if lo < -1 - 1e-4 or hi > 1 + 1e-4:
+            raise ValueError(
+                f"{name} values must lie in [-1, 1] (rescale the images, e.g. x / 127.5 - 1 for 8-bit), "
+                f"got [{lo:.4g}, {hi:.4g}]"
+            )
+
+    def _base(self, c: Tensor) -> Tensor:
+        if self.target == "image":
+            return torch.zeros((len(c), *self.shape_))
+        return upsample_condition(c, self.shape_[-1])
 
     def fit(self, hr: Any, lr_images: Any) -> FlowSR:
+        self._validate_params()
         x, c = _pair(hr, lr_images)
-        if x.shape[-1] != x.shape[-2] or x.shape[-1] % c.shape[-1]:
+        if x.shape[-1] != x.shape[-2] or c.shape[-1] != c.shape[-2] or x.shape[-1] % c.shape[-1]:
             raise ValueError(
-                f"hr must be square and a whole multiple of lr_images, got {tuple(x.shape)}, {tuple(c.shape)}"
+                f"hr and lr_images must be square, hr's side a whole multiple of lr_images', got "
+                f"{tuple(x.shape)}, {tuple(c.shape)}"
             )
+        self._in_range(x, "hr")
+        self._in_range(c, "lr_images")
+        self.shape_ = tuple(x.shape[1:])
+        self.lr_shape_ = tuple(c.shape[1:])
+        target = x - self._base(c)
+        self.residual_scale_ = 1.0
+        if self.target == "residual":
+            self.residual_scale_ = max(float(target.std()), 1e-6)
+        target = target / self.residual_scale_
         torch.manual_seed(self.seed)
-        self.teacher_ = IntervalVelocityNet(x.shape[-1], x.shape[1], self.width, self.blocks)
+        self.teacher_ = self._net()
+        self.teacher_losses_: list[float] = []
         train_flow_matching(
-            self.teacher_, x, c, epochs=self.teacher_epochs, batch_size=self.batch_size, seed=self.seed
+            self.teacher_,
+            target,
+            c,
+            epochs=self.teacher_epochs,
+            batch_size=self.batch_size,
+            seed=self.seed,
+            losses=self.teacher_losses_,
         )
-        self.student_ = IntervalVelocityNet(x.shape[-1], x.shape[1], self.width, self.blocks)
+        self.student_ = self._net()
         self.student_.load_state_dict(self.teacher_.state_dict())
+        self.student_losses_: list[float] = []
         train_splitmeanflow(
             self.student_,
             self.teacher_,
-            x,
+            target,
             c,
             epochs=self.student_epochs,
             batch_size=self.batch_size,
             boundary_fraction=self.boundary_fraction,
             seed=self.seed,
+            losses=self.student_losses_,
         )
         if self.gan_epochs:
             train_gan_refinement(
                 self.student_,
                 self.teacher_,
-                x,
+                target,
                 c,
                 epochs=self.gan_epochs,
                 batch_size=self.batch_size,
                 seed=self.seed,
             )
-        self.shape_ = tuple(x.shape[1:])
-        self.lr_shape_ = tuple(c.shape[1:])
         return self
 
     @torch.no_grad()
@@ -375,11 +488,17 @@ class FlowSR:
                 f"lr_images must be (N, {', '.join(map(str, self.lr_shape_))}) like the training inputs, "
                 f"got {tuple(c.shape)}"
             )
+        self._in_range(c, "lr_images")
         k = 1 if n_samples is None else check_positive_int(n_samples, "n_samples")
+        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+            raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
         gen = torch.Generator().manual_seed(int(seed))
+        base = self._base(c)
+        zeros, ones = torch.zeros(len(c)), torch.ones(len(c))
         out = []
         for _ in range(k):
             eps = torch.randn((len(c), *self.shape_), generator=gen)
-            out.append(eps + self.student_(eps, torch.zeros(len(c)), torch.ones(len(c)), c))
+            sample = eps + self.student_(eps, zeros, ones, c)
+            out.append((base + self.residual_scale_ * sample).clamp(-1, 1))
         res = torch.stack(out).numpy()
         return res[0] if n_samples is None else res
