@@ -116,7 +116,10 @@ def part_a(n_scenes: int, seed: int, perturb: dict) -> dict:
 
 
 # --- Part B -------------------------------------------------------------------------------------------------
-NUMBER_RANGE = (-300, 1200)  # the number words the proxy LM has (scene lines, QA answers, offsets all lie inside)
+NUMBER_RANGE = (
+    -300,
+    1200,
+)  # the number words the proxy LM has (scene lines, QA answers, offsets all lie inside)
 QA_CHANCE = 0.25  # answering with the coordinates of a random one of the four objects in the scene line
 
 
@@ -179,9 +182,9 @@ def replay_baseline(n_scenes: int, seed: int, n_sources: int = 3) -> dict:
         oracle.append(
             np.mean(
                 [
-                    execute_plan(*(lambda pl: (pl.positions, pl.gripper))(iface.decode(ot, d.scene.anchors())), d.scene)[
-                        "success"
-                    ]
+                    execute_plan(
+                        *(lambda pl: (pl.positions, pl.gripper))(iface.decode(ot, d.scene.anchors())), d.scene
+                    )["success"]
                     for d in others
                 ]
             )
@@ -217,10 +220,26 @@ def part_b(
     prompts = [scene_words(d.scene) + ["act", ":"] for d in demos]
     lo, hi = NUMBER_RANGE
     numbers = [str(i) for i in range(lo, hi + 1)]
-    stray = {w for seq in formats["narrative"] + prompts for w in seq if w.lstrip("-").isdigit()} - set(numbers)
+    stray = {w for seq in formats["narrative"] + prompts for w in seq if w.lstrip("-").isdigit()} - set(
+        numbers
+    )
     if stray:
         raise ValueError(f"number words outside NUMBER_RANGE: {sorted(stray, key=int)[:5]}")
-    base = ["<pad>", "act", ":", "end", "where", "is", "the", "?", "count", *OBJECTS, "open", "close", *numbers]
+    base = [
+        "<pad>",
+        "act",
+        ":",
+        "end",
+        "where",
+        "is",
+        "the",
+        "?",
+        "count",
+        *OBJECTS,
+        "open",
+        "close",
+        *numbers,
+    ]
     qa_test = [(scene_words(d.scene) + q, a) for d in test for q, a in [qa_example(d.scene, rng)]]
     seen: set[str] = set()  # number words the pre-training text contained
 

@@ -284,9 +284,9 @@ class GroundedNarrativeCodec:
 
     def _quantise(self, points: np.ndarray) -> np.ndarray:
         uv, d = self.camera.project(points)
-        return np.column_stack(
-            [np.rint(uv * self.pixel_subdivisions), np.rint(d / self.depth_step)]
-        ).astype(int)
+        return np.column_stack([np.rint(uv * self.pixel_subdivisions), np.rint(d / self.depth_step)]).astype(
+            int
+        )
 
     def observe(self, anchors: Mapping[str, Sequence[float]]) -> dict[str, tuple[int, int, int]]:
         """The observation of each anchor: ``name -> (U, V, D)`` in the codec's integer units."""
