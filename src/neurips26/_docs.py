@@ -19,7 +19,9 @@ import shutil
 import sys
 import tempfile
 from collections import Counter
+from functools import cache
 from pathlib import Path
+from typing import Any
 
 from . import papers
 from .harness.evidence import EVIDENCE, evidence_state
@@ -203,12 +205,17 @@ def paper_page(p: papers.Paper, dest: Path, run_examples: bool = True) -> str:
     return "\n".join(md)
 
 
-def _documented(p: papers.Paper) -> dict[str, str]:
-    """Each public name with the kind of object griffe finds for it statically ("" where it cannot say)."""
+@cache
+def _griffe_root() -> Any:
+    """The whole package, loaded statically once: griffe loads every parent and submodule of what it is asked for."""
     import griffe
 
-    loader = griffe.GriffeLoader(search_paths=[str(papers._ROOT.parent)])
-    package = loader.load(p.module)
+    return griffe.GriffeLoader(search_paths=[str(papers._ROOT.parent)]).load("neurips26")
+
+
+def _documented(p: papers.Paper) -> dict[str, str]:
+    """Each public name with the kind of object griffe finds for it statically ("" where it cannot say)."""
+    package = _griffe_root()[p.module.removeprefix("neurips26.")]
     out = {}
     for name in p.api:
         try:
