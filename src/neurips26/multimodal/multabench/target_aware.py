@@ -59,15 +59,11 @@ def _minilm_parts() -> tuple[Any, Any]:
 
 
 def _extended_mask(bert: nn.Module, hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """The attention mask BertModel hands its layers (the attention implementation's own format)."""
-    ext, _ = bert._create_attention_masks(
-        attention_mask=mask,
-        encoder_attention_mask=None,
-        embedding_output=hidden,
-        encoder_hidden_states=None,
-        cache=None,
-    )
-    return ext
+    """The attention mask BertModel hands its layers (the attention implementation's own format), built by the
+    public masking utility BertModel itself calls (its private wrapper's signature changes between releases)."""
+    from transformers.masking_utils import create_bidirectional_mask
+
+    return create_bidirectional_mask(config=bert.config, inputs_embeds=hidden, attention_mask=mask)
 
 
 def _rows(ext: torch.Tensor | None, sel: torch.Tensor) -> torch.Tensor | None:
