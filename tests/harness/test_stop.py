@@ -155,6 +155,12 @@ def _zombie(pid: int) -> bool:
         return True
 
 
+def _default_sigint() -> None:
+    # a shell's background job (`make test &`) starts with SIGINT ignored and its children inherit that; the
+    # probe's Ctrl-C must reach a process that handles it as a terminal's would
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 # A library that catches the KeyboardInterrupt a stop raises and carries on (scikit-learn's MLP does: "Training
 # interrupted by user", then it returns the half-trained model); Ctrl-C and SIGTERM alike.
 SWALLOWER = """
@@ -187,6 +193,7 @@ def test_a_stop_that_library_code_swallowed_writes_no_record(tmp_path, make_expe
         [sys.executable, "-m", "neurips26", "run", "alpha", "beta", "--jobs", jobs, "--experiment", exp,
          "--out", str(out)],
         env=env, capture_output=True, text=True, timeout=120,
+        preexec_fn=_default_sigint,
     )  # fmt: skip
     records = [r.read_text() for r in out.glob("*/quick/*/result.json")]
     if jobs == "1":  # in process: the stop reaches the command, which stops with no record
