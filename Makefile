@@ -50,12 +50,14 @@ test-fast: $(STAMP)
 	$(PYTEST) -q $(UNIT)
 
 # the unit tests twice more: on the generic kernels (JOBS processes, one thread each), then with two BLAS/torch
-# threads in one process (sums split across threads): float results that differ in their last digits on another
-# CPU or thread count must not flip a test; passive OpenMP waits, or idle threads spin on busy cores (18 min, not 3)
+# threads per process (sums split across threads): float results that differ in their last digits on another
+# CPU or thread count must not flip a test. The two-thread pass also runs JOBS processes (most tests are
+# single-threaded Python, so one process left a core idle); passive OpenMP waits, or idle threads
+# spin on busy cores (18 min, not 3)
 test-portable: $(STAMP)
 	$(GENERIC_KERNELS) $(PYTEST) -q $(UNIT)
 	OMP_NUM_THREADS=2 MKL_NUM_THREADS=2 OPENBLAS_NUM_THREADS=2 OMP_WAIT_POLICY=PASSIVE HYPOTHESIS_PROFILE=ci \
-		$(BIN)/python -m pytest -n 1 -q $(UNIT)
+		$(BIN)/python -m pytest -n $(JOBS) --dist worksteal -q $(UNIT)
 
 # every quick reproduction with seeds 0, 1 and 2: exits non-zero when any check's outcome differs from its
 # declaration for any seed

@@ -98,6 +98,13 @@ def _collect(out: Path) -> list[dict[str, Any]]:
             ev = evidence_state(p.slug)
             if ev.record is not None and ev.state != "unreadable":
                 runs["full"] = {**ev.record, "evidence_state": ev.state}
+                if ev.state in ("ok", "mismatch") and p.claims is not None:
+                    # a committed record is judged against today's declaration (as `evidence` does), not the
+                    # one it ran under: an expectation set from this very run is not a surprise
+                    expect = {spec.id: spec.expect["full"] for spec in p.claims.for_mode("full")}
+                    runs["full"]["checks"] = [
+                        {**c, "expected": expect.get(c["id"], c["expected"])} for c in ev.record["checks"]
+                    ]
         sweeps = {m: s for m in MODES if (s := load_sweep(p.slug, out, m)) is not None}
         rows.append({"paper": p, "runs": runs, "sweeps": sweeps, "bench": load_bench(p.slug, out)})
     return rows
