@@ -252,26 +252,32 @@ def test_dyadic_schedule_freezes_columns_even_under_weight_decay():
     start = ladder.weight.detach().clone()
     steps = 16  # column 1 joins at step 8, column 2 at 12, column 3 at 14
     schedule = DyadicSchedule(steps)
-    schedule.start(model)
-    snapshots = {}
+    snapshots, step0 = {}, {}
 
-    class Snap:
+    class Step0:  # listed before the schedule: sees the depth that step 0 ran with
+        def on_backward(self, step, model):
+            if step == 0:
+                step0["depth"] = int(ladder.trainable_depth)
+                step0["grad"] = ladder.weight.grad.detach().clone()
+
+    class Snap:  # listed after it: sees the weights once frozen columns are restored
         def on_step_end(self, step, model):
             snapshots[step] = ladder.weight.detach().clone()
 
     data = TokenStream(torch.arange(400) % 11)
+    # train() calls the schedule's start (freeze for step 0) and finish (unfreeze) itself
     train(
         model,
         data,
         TrainConfig(steps=steps, batch_size=4, weight_decay=0.5, lr=1e-2),
-        callbacks=[schedule, Snap()],
+        callbacks=[Step0(), schedule, Snap()],
     )
+    assert step0["depth"] == 0 and not step0["grad"].any()  # step 0 already ran with every column frozen
     assert torch.equal(snapshots[7], start)  # every column frozen for the first half
     assert not torch.equal(snapshots[8][0], start[0]) and torch.equal(snapshots[11][1:], start[1:])
     assert not torch.equal(snapshots[12][1], start[1]) and torch.equal(snapshots[13][2], start[2])
     assert not torch.equal(snapshots[15][2], start[2])
-    # other parameters train from the start
-    schedule.finish(model)
+    # other parameters train from the start; after training every column is trainable again
     assert int(ladder.trainable_depth) == 3
 
 

@@ -335,6 +335,12 @@ def test_callbacks_and_custom_loss_are_called():
     calls = []
 
     class Probe:
+        def start(self, model):
+            calls.append(("start", model.tok_emb.weight.grad is None))
+
+        def finish(self, model):
+            calls.append(("finish",))
+
         def on_backward(self, step, model):
             calls.append(("backward", step, model.tok_emb.weight.grad is not None))
 
@@ -349,14 +355,35 @@ def test_callbacks_and_custom_loss_are_called():
         tiny(), data, TrainConfig(steps=3, batch_size=2, log_every=1), loss_fn=loss_fn, callbacks=[Probe()]
     )
     assert calls == [
+        ("start", True),
         ("backward", 0, True),
         ("end", 0),
         ("backward", 1, True),
         ("end", 1),
         ("backward", 2, True),
         ("end", 2),
+        ("finish",),
     ]
     assert res.history[0]["custom"] == 1.0
+
+
+def test_a_callbacks_finish_runs_when_training_raises():
+    data = TokenStream(torch.arange(200) % 17)
+    calls = []
+
+    class Probe:
+        def start(self, model):
+            calls.append("start")
+
+        def finish(self, model):
+            calls.append("finish")
+
+    def loss_fn(model, x, y):
+        raise RuntimeError("boom")
+
+    with pytest.raises(RuntimeError, match="boom"):
+        train(tiny(), data, TrainConfig(steps=3, batch_size=2), loss_fn=loss_fn, callbacks=[Probe()])
+    assert calls == ["start", "finish"]
 
 
 def test_training_stops_on_a_non_finite_loss():

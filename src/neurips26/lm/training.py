@@ -8,8 +8,9 @@ else next-token cross-entropy of ``model(x)``. It reports loss, bits per charact
 and is deterministic on one thread: batches come from a generator seeded with ``config.seed`` and nothing seeds
 torch's global generator (seed it yourself before building the model).
 
-Callbacks (objects with optional ``on_backward(step, model)`` / ``on_step_end(step, model)``) run after the
-backward pass and after the optimizer step; CoFrGeNet's dyadic depth schedule is one.
+Callbacks are objects with any of ``start(model)`` (called once before step 0), ``on_backward(step, model)`` (after
+the backward pass), ``on_step_end(step, model)`` (after the optimizer step) and ``finish(model)`` (once after the
+last step, also when training stops early or raises); CoFrGeNet's dyadic depth schedule is one.
 
 :func:`save_checkpoint` / :func:`load_checkpoint` round-trip a :class:`~neurips26.lm.GPT` (config, weights,
 optionally optimizer state and the tokenizer); the file loads with ``torch.load(weights_only=True)``.
@@ -272,6 +273,9 @@ def train(
     model.train()
     val_loss = val_bpc = None
     step = 0
+    for cb in callbacks:
+        if hasattr(cb, "start"):
+            cb.start(model)
     try:
         for step in range(config.steps):
             t0 = time.perf_counter()
@@ -316,6 +320,9 @@ def train(
     finally:
         if bar is not None:
             bar.stop()
+        for cb in callbacks:
+            if hasattr(cb, "finish"):
+                cb.finish(model)
     if val is not None and finite:
         ev = evaluate(model, val, context, config.eval_batch_size, config.eval_tokens)
         val_loss, val_bpc = ev["loss"], ev["bits_per_char"]

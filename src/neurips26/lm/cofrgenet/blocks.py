@@ -255,12 +255,13 @@ class DyadicSchedule:
                     lad.weight[lad.depth - frozen.shape[0] :].copy_(frozen)
 
     def start(self, model: nn.Module) -> None:
-        """Freeze for step 0 (call once before training)."""
+        """Freeze for step 0 (:func:`~neurips26.lm.train` calls it before the first step; call it yourself in a
+        training loop of your own)."""
         for lad in self._ladders(model):
             lad.trainable_depth.fill_(self.active_depth(0, lad.depth))
 
     def finish(self, model: nn.Module) -> None:
-        """Unfreeze everything (after training)."""
+        """Unfreeze everything (``train`` calls it after the last step)."""
         for lad in self._ladders(model):
             lad.trainable_depth.fill_(lad.depth)
 

@@ -268,17 +268,11 @@ def run(run: Run) -> None:
         for seed in seeds:
             torch.manual_seed(seed)
             model = _model(corpus.vocab_size, params, v)
-            callbacks = []
-            if v["dyadic"]:
-                schedule = DyadicSchedule(steps)
-                schedule.start(model)
-                callbacks.append(schedule)
+            callbacks = [DyadicSchedule(steps)] if v["dyadic"] else []
             cfg = TrainConfig(
                 steps=steps, batch_size=batch, context=context, lr=lr, seed=seed, eval_tokens=eval_tokens
             )
             res = train(model, corpus.train, cfg, val=corpus.val, callbacks=callbacks, progress=False)
-            if v["dyadic"]:
-                schedule.finish(model)
             per_seed.append(res)
             v.setdefault("ffn_ratio", []).append(min(_ffn_ratios(model, probe_x)))
             if seed == seeds[0]:
