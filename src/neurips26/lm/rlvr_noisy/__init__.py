@@ -35,18 +35,29 @@ from .reverify import (
     naive_match,
     reverify,
 )
-from .toy import (
-    FractionTask,
-    LabelPools,
-    false_match_rate,
-    format_ok,
-    greedy_accuracy,
-    pgfc_reward,
-    rlvr_reward,
-    rlvr_trainer,
-    run_arm,
-    sft_policy,
+
+# the toy RLVR study needs torch; answer checking does not, so its names load on first use
+_TOY = (
+    "FractionTask",
+    "LabelPools",
+    "false_match_rate",
+    "format_ok",
+    "greedy_accuracy",
+    "pgfc_reward",
+    "rlvr_reward",
+    "rlvr_trainer",
+    "run_arm",
+    "sft_policy",
 )
+
+
+def __getattr__(name: str):
+    if name in _TOY:
+        from . import toy
+
+        return getattr(toy, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 equivalent_answers = equivalent  # the name neurips26.lm exports
 
