@@ -156,6 +156,67 @@ def _lru_reference(trace, k):
     return hits
 
 
+def _ordered_dict_outcomes(trace, k, move_on_hit):
+    """Per-request hit (True) / miss of an OrderedDict LRU (move_on_hit) or FIFO cache of k objects, Z = 0."""
+    cache: OrderedDict = OrderedDict()
+    out = []
+    for i in trace:
+        out.append(i in cache)
+        if i in cache:
+            if move_on_hit:
+                cache.move_to_end(i)
+        else:
+            cache[i] = None
+            if len(cache) > k:
+                cache.popitem(last=False)
+    return out
+
+
+ID_KINDS = ["dense", "negative", "stride", "int64 hashes", "uint64 hashes", "strings"]
+
+
+@pytest.mark.parametrize("id_kind", ID_KINDS)
+def test_zero_latency_lru_and_fifo_match_an_ordered_dict_request_by_request(id_kind):
+    # the Z = 0 fast path and every id encoding (lookup table, hash table, first appearance) against OrderedDict
+    rng = np.random.default_rng(ID_KINDS.index(id_kind))
+    for n_items, n_req, k in ((5, 200, 1), (300, 20_000, 17), (5000, 60_000, 400)):
+        ranks = rng.choice(n_items, size=n_req, p=zipf_probabilities(n_items, 0.9))
+        universe = {
+            "dense": np.arange(n_items),
+            "negative": np.arange(n_items) - n_items // 2,
+            "stride": 10**11 + 7_919 * rng.permutation(n_items),
+            "int64 hashes": rng.integers(-(2**63), 2**63 - 1, size=n_items, dtype=np.int64),
+            "uint64 hashes": rng.integers(2**63, 2**64 - 1, size=n_items, dtype=np.uint64),
+            "strings": np.array([f"obj-{x}" for x in rng.permutation(n_items)]),
+        }[id_kind]
+        ids = universe[ranks]
+        for pol, move in ((LRU(), True), (FIFO(), False)):
+            res = simulate(ids, pol, k, 0)
+            expected = _ordered_dict_outcomes(ids.tolist(), k, move)
+            assert (res.outcome == HIT).tolist() == expected, (id_kind, n_items, pol.name)
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.uint64, np.int32, np.uint32, np.int16])
+def test_hash_encoding_of_wide_id_ranges_equals_np_unique(dtype):
+    rng = np.random.default_rng(7)
+    info = np.iinfo(dtype)
+    universe = rng.integers(info.min, info.max, size=3000, dtype=dtype, endpoint=True)
+    universe[:2] = [info.min, info.max]
+    ids = universe[rng.integers(0, 3000, size=50_000)]  # the table grows past its first 1024 slots
+    items, codes = np.unique(ids, return_inverse=True)
+    got_codes, got_items = encode_ids(ids)
+    assert got_items.dtype == ids.dtype
+    np.testing.assert_array_equal(got_items, items)
+    np.testing.assert_array_equal(got_codes, codes.ravel())
+    swapped_codes, swapped_items = encode_ids(ids.astype(ids.dtype.newbyteorder()))  # non-native byte order
+    np.testing.assert_array_equal(swapped_codes, codes.ravel())
+    np.testing.assert_array_equal(swapped_items, items)
+    bits = ids.astype(np.int64).view(np.uint64)[:500]
+    with np.errstate(over="ignore"):
+        a, b = _compiled.factorize_u64(bits), _compiled.factorize_u64.py_func(bits)
+    assert all(np.array_equal(x, y) for x, y in zip(a, b))
+
+
 def test_zero_latency_lru_is_classic_lru():
     tr = make_trace("S1", 5000, n_items=200, random_state=3).requests
     assert simulate(tr, LRU(), 20, 0).n_hits == _lru_reference(tr.tolist(), 20)

@@ -39,6 +39,46 @@ HIT, DELAYED_HIT, MISS = 0, 1, 2
 _MASK = (1 << 64) - 1
 
 
+# ---------------------------------------------------------------------------------------------- id encoding
+@njit
+def factorize_u64(keys):
+    """Code of each key by first appearance, and the distinct keys in that order: a linear-probing hash table
+    (Fibonacci hashing) that doubles at half load, O(n) where np.unique's sort is O(n log n) (the sort was
+    most of a whole LRU run on sparse 64-bit ids). ``keys`` are uint64 bit patterns: equal bits, equal id."""
+    n = keys.size
+    bits = 10
+    table = np.full(1 << bits, -1, np.int64)  # slot -> code, -1 empty
+    uniques = np.empty(n, np.uint64)
+    codes = np.empty(n, np.int64)
+    m = 0
+    for t in range(n):
+        x = keys[t]
+        mask = (1 << bits) - 1
+        h = np.int64((x * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(64 - bits))
+        while True:
+            c = table[h]
+            if c < 0:
+                table[h] = m
+                uniques[m] = x
+                codes[t] = m
+                m += 1
+                break
+            if uniques[c] == x:
+                codes[t] = c
+                break
+            h = (h + 1) & mask
+        if 2 * m > (1 << bits):  # rehash into twice the slots
+            bits += 1
+            mask = (1 << bits) - 1
+            table = np.full(1 << bits, -1, np.int64)
+            for c in range(m):
+                h = np.int64((uniques[c] * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(64 - bits))
+                while table[h] >= 0:
+                    h = (h + 1) & mask
+                table[h] = c
+    return codes, uniques[:m].copy()
+
+
 # ---------------------------------------------------------------------------------------------- random bits
 @njit
 def _splitmix64(x):
