@@ -21,8 +21,11 @@ from neurips26.streams.hk_entropy_filter import (
 )
 from neurips26.streams.hk_entropy_filter import hk_estimator as hk
 from neurips26.streams.hk_entropy_filter.experiment import (
+    MIXING_REL_SE_MAX,
     markov_entropy_rate,
+    occupation_rate_rel_se,
     random_markov_sources,
+    row_entropies,
     sample_markov,
     spectral_gap,
     stationary_distribution,
@@ -66,6 +69,59 @@ def test_numpy_fallback_equals_pydivsufsort_backend(monkeypatch):
         with pytest.raises(ImportError, match="pydivsufsort"):
             match_lengths(x, backend="pydivsufsort")
         monkeypatch.undo()
+
+
+def brute_force_lpf(x: list) -> list[int]:
+    """LPF[i] = max over j < i of the common prefix length of x[i:] and x[j:] (overlaps allowed), by scanning."""
+    out = []
+    for i in range(len(x)):
+        best = 0
+        for j in range(i):
+            k = 0
+            while i + k < len(x) and x[j + k] == x[i + k]:
+                k += 1
+            best = max(best, k)
+        out.append(best)
+    return out
+
+
+@pytest.mark.parametrize("path", ["compiled", "python", "pydivsufsort_lpf"])
+def test_lpf_from_suffix_array_equals_brute_force(path, monkeypatch):
+    """The default path (pydivsufsort's suffix array, then the Crochemore-Ilie pass: compiled, the same code
+    as plain Python, or pydivsufsort's own LPF without numba) against a brute-force scan on random strings,
+    including alphabets that need 1, 2 and 4 bytes a token."""
+    pds = pytest.importorskip("pydivsufsort")
+    if path == "compiled":
+        pytest.importorskip("numba")
+    elif path == "python":
+        monkeypatch.setattr(hk, "_compiled_lpf_kernel", lambda: hk._lpf_from_suffix_array)
+    else:
+        monkeypatch.setattr(hk, "_compiled_lpf_kernel", lambda: None)
+    rng = np.random.default_rng(21)
+    for trial in range(150):
+        n = int(rng.integers(2, 70))
+        alphabet = int(rng.choice([1, 2, 3, 6]))
+        ids = rng.integers(0, alphabet, n)
+        if trial % 5 == 4:  # wide alphabets: the text is passed as uint16 / uint32
+            ids = ids * int(rng.choice([300, 70_000]))
+        expected = brute_force_lpf(ids.tolist())
+        assert hk._longest_previous_factor(ids, "pydivsufsort").tolist() == expected
+        assert match_lengths(ids).tolist() == [min(v, i) + 1 for i, v in enumerate(expected)]
+    x = rng.integers(0, 3, 5000)
+    assert np.array_equal(hk._longest_previous_factor(x, "pydivsufsort"), pds.longest_previous_factor(x))
+
+
+def test_inverse_log2_weights_cached_and_uncached(monkeypatch):
+    rng = np.random.default_rng(22)
+    monkeypatch.setattr(hk, "_INVERSE_LOG2", np.empty(0))
+    for cached in (True, False):
+        if not cached:
+            monkeypatch.setattr(hk, "_INVERSE_LOG2_CACHED", 10)
+        for n in (2, 50, 3000, 40, 3001):
+            lam = rng.integers(1, 9, n)
+            direct = n / sum(int(lam[i - 1]) / np.log2(i) for i in range(2, n + 1))
+            assert entropy_from_match_lengths(lam) == pytest.approx(direct, rel=1e-12)
+    assert not hk._INVERSE_LOG2.flags.writeable
 
 
 def test_numpy_lpf_matches_pydivsufsort_peer():
@@ -170,8 +226,41 @@ def test_mixing_helpers_closed_form_and_generator_rejects_slow_chains():
     assert spectral_gap(P) == pytest.approx(3 * eps)
     np.testing.assert_allclose(stationary_distribution(P), [2 / 3, 1 / 3])
     n = 20_000
-    for P, _ in random_markov_sources(10, np.random.default_rng(0), path_tokens=n):
-        assert n * spectral_gap(P) >= 200
+    for P, h in random_markov_sources(10, np.random.default_rng(0), path_tokens=n):
+        assert occupation_rate_rel_se(P, n) <= MIXING_REL_SE_MAX
+        assert h == pytest.approx(markov_entropy_rate(P))
+
+
+def test_occupation_rate_rel_se_closed_forms():
+    """Two states: sigma^2 = Var_pi(h) (1 + lambda) / (1 - lambda), lambda = 1 - a - b. Four states: the
+    autocovariance sum Var_pi(h) + 2 sum_k Cov_pi(h(X_0), h(X_k)) by matrix powers, and a simulation."""
+    a, b, n = 0.1, 0.3, 5000
+    P = np.array([[1 - a, a], [b, 1 - b]])
+    pi = np.array([b, a]) / (a + b)
+    h = np.array([-(a * np.log2(a) + (1 - a) * np.log2(1 - a)), -(b * np.log2(b) + (1 - b) * np.log2(1 - b))])
+    lam = 1 - a - b
+    var_h = pi @ h**2 - (pi @ h) ** 2
+    expected = np.sqrt(var_h * (1 + lam) / (1 - lam) / n) / (pi @ h)
+    assert occupation_rate_rel_se(P, n) == pytest.approx(expected, rel=1e-9)
+    np.testing.assert_allclose(row_entropies(P), h)
+    # the reviewer's kind of chain: two near-closed classes with different entropies
+    P = np.array([[0.97, 0.03, 0, 0], [0.02, 0.98, 0, 0], [0, 0, 0.5, 0.5], [0, 0, 0.5, 0.5]]) + 1e-3
+    P /= P.sum(axis=1, keepdims=True)
+    pi, h = stationary_distribution(P), row_entropies(P)
+    f = h - pi @ h
+    sigma2, Pk = pi @ f**2, np.eye(4)
+    for _ in range(20_000):
+        Pk = Pk @ P
+        sigma2 += 2 * pi @ (f * (Pk @ f))
+    assert occupation_rate_rel_se(P, n) == pytest.approx(np.sqrt(sigma2 / n) / (pi @ h), rel=1e-6)
+    assert occupation_rate_rel_se(P, 20_000) > 10 * MIXING_REL_SE_MAX  # such a chain is redrawn
+    rng = np.random.default_rng(23)
+    dev = [
+        np.bincount(sample_markov(P, 50_000, rng), minlength=4) / 50_000 @ h / (pi @ h) - 1 for _ in range(60)
+    ]
+    assert np.std(dev) == pytest.approx(occupation_rate_rel_se(P, 50_000), rel=0.35)
+    uniform_rows = np.array([[0.9, 0.1, 0.0], [0.0, 0.9, 0.1], [0.1, 0.0, 0.9]])  # slow, but every h_s equal
+    assert occupation_rate_rel_se(uniform_rows, 100) == pytest.approx(0.0, abs=1e-9)
 
 
 def test_periodic_sequence_has_tiny_entropy():
