@@ -15,7 +15,7 @@ from threadpoolctl import threadpool_limits
 
 from neurips26.clustering import KernelKMeans, MiniBatchKernelKMeans
 from neurips26.clustering.minibatch_kernel_kmeans import kernel_kmeans_plusplus, median_heuristic_gamma
-from neurips26.clustering.minibatch_kernel_kmeans.experiment import rings_blobs
+from neurips26.clustering.minibatch_kernel_kmeans.experiment import mixed_shapes, rings_blobs
 from neurips26.clustering.minibatch_kernel_kmeans.kernels import make_kernel
 from neurips26.harness.testing import assert_quick_verdict
 
@@ -620,3 +620,112 @@ def test_heat_kernel_eigenpairs_match_a_dense_eigendecomposition():
     np.testing.assert_allclose(lam, np.clip(expected, 0, 2), atol=1e-8)
     np.testing.assert_allclose(L @ U, U * lam[None, :], atol=1e-7)
     np.testing.assert_allclose(U.T @ U, np.eye(4), atol=1e-8)
+
+
+def _weighted_kernel_kmeans_objective(G, w, labels, k):
+    """sum_i w_i ||phi(x_i) - C(x_i)||^2 with C_j the weighted mean of cluster j, written out from the Gram
+    matrix: sum_i w_i G_ii - sum_j (w_j^T G_jj w_j) / W_j (an empty cluster contributes nothing)."""
+    total = float(w @ np.diag(G))
+    for j in range(k):
+        m = labels == j
+        if w[m].sum() > 0:
+            total -= float(w[m] @ G[np.ix_(m, m)] @ w[m]) / w[m].sum()
+    return total
+
+
+def test_weighted_fits_reach_the_brute_force_optimum_on_tiny_data():
+    # oracle: every labelling of 10 points into 2 clusters, scored by the weighted objective from the Gram matrix
+    rng = np.random.default_rng(4)
+    X = np.concatenate([rng.normal(0, 0.6, (5, 2)), rng.normal(2.0, 0.6, (5, 2))])
+    w = rng.uniform(0.2, 5.0, size=10)
+    gamma, k = 0.5, 2
+    G = rbf_kernel(X, gamma=gamma)
+    every = (np.arange(2**10)[:, None] >> np.arange(10)[None, :]) & 1  # labelling m and 1023 - m: one partition
+    scores = np.array([_weighted_kernel_kmeans_objective(G, w, lab, k) for lab in every])
+    unweighted = np.array([_weighted_kernel_kmeans_objective(G, np.ones(10), lab, k) for lab in every])
+    order = np.argsort(scores)
+    best = every[order[0]]
+    # a clear optimum (no tie: the runner-up partition is clearly worse) that the weights change
+    assert scores[order[2]] - scores[order[0]] > 1e-3
+    assert adjusted_rand_score(best, every[np.argmin(unweighted)]) < 1.0
+    full = KernelKMeans(k, gamma=gamma, init="random", n_init=20, random_state=0).fit(X, sample_weight=w)
+    lloyd = dict(batch_size=64, tau=None, learning_rate=1.0, tol=0.0, max_no_improvement=None)
+    mini = MiniBatchKernelKMeans(
+        k, gamma=gamma, init="random", n_init=20, max_iter=20, reassign_after=None, random_state=0, **lloyd
+    ).fit(X, sample_weight=w)
+    for est in (full, mini):
+        assert adjusted_rand_score(best, est.labels_) == pytest.approx(1.0)
+        assert est.inertia_ == pytest.approx(scores[order[0]], rel=1e-9, abs=1e-12)
+        # the inertia it reports is the oracle's objective of its own labels
+        assert est.inertia_ == pytest.approx(_weighted_kernel_kmeans_objective(G, w, est.labels_, k), rel=1e-9)
+
+
+@pytest.mark.parametrize("cls", [KernelKMeans, MiniBatchKernelKMeans])
+def test_n_init_is_deterministic_given_random_state(blobs, cls):
+    X, _ = blobs
+    w = np.random.default_rng(0).uniform(0.5, 2.0, len(X))
+    kw = dict(gamma=0.3, init="random", n_init=4)
+    a = cls(4, random_state=5, **kw).fit(X, sample_weight=w)
+    b = cls(4, random_state=np.random.RandomState(5), **kw).fit(X, sample_weight=w)
+    np.testing.assert_array_equal(a.labels_, b.labels_)
+    assert a.inertia_ == pytest.approx(b.inertia_, rel=1e-12)
+    np.testing.assert_allclose(a.transform(X), b.transform(X), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("gamma", [40.0, None])
+def test_heat_kernel_equals_its_definition_through_a_dense_expm(gamma):
+    # oracle: the dense heat kernel expm(-t L) of the same kNN graph (scipy.linalg.expm), truncated to its m
+    # leading eigenpairs, then the out-of-sample average over each point's kNN and the unit-diagonal scaling;
+    # gamma=None: locally scaled edges exp(-d^2 / (sigma_i sigma_j)), sigma_i = distance to the nn-th other point
+    from scipy.linalg import expm
+
+    from neurips26.clustering.minibatch_kernel_kmeans import HeatKernel
+
+    rng = np.random.default_rng(1)
+    X, _ = make_circles(240, factor=0.5, noise=0.05, random_state=3)
+    X = X + rng.normal(scale=1e-3, size=X.shape)
+    n, nn, m, t = len(X), 8, 5, 2.0
+    hk = HeatKernel(X, n_components=m, n_neighbors=nn, t=t, gamma=gamma)
+    d2 = ((X[:, None, :] - X[None, :, :]) ** 2).sum(-1)
+    order = np.argsort(d2, axis=1)  # order[:, 0] is the point itself
+    sigma = np.sqrt(d2[np.arange(n), order[:, nn]])
+
+    def heat_weights(i, j):
+        return np.exp(-d2[i, j] * gamma) if gamma is not None else np.exp(-d2[i, j] / (sigma[i] * sigma[j]))
+
+    rows = np.repeat(np.arange(n), nn)
+    W = np.zeros((n, n))
+    W[rows, order[:, 1 : nn + 1].ravel()] = heat_weights(rows, order[:, 1 : nn + 1].ravel())
+    W = np.maximum(W, W.T)
+    deg = W.sum(axis=1)
+    L = np.eye(n) - W / np.sqrt(np.outer(deg, deg))
+    H = expm(-t * L)
+    vals, vecs = np.linalg.eigh(H)
+    assert vals[-m] - vals[-m - 1] > 1e-3  # the rank-m truncation is unique
+    H_m = (vecs[:, -m:] * vals[-m:]) @ vecs[:, -m:].T
+    A = np.zeros((n, n))  # out-of-sample map: heat weights of each point's nn nearest training points (itself too)
+    A[rows, order[:, :nn].ravel()] = heat_weights(rows, order[:, :nn].ravel())
+    K = A @ H_m @ A.T
+    K = K / np.sqrt(np.outer(np.diag(K), np.diag(K)))
+    np.testing.assert_allclose(hk(X, X), K, atol=1e-7)
+    # with every eigenpair kept but one (m = n - 1 drops only the largest eigenvalue of L, e^{-t lambda_max}
+    # negligible at large t) the training features span the untruncated dense heat kernel
+    t_big = 20.0
+    full = HeatKernel(X, n_components=n - 1, n_neighbors=nn, t=t_big, gamma=gamma)
+    np.testing.assert_allclose(full._features @ full._features.T / n, expm(-t_big * L), atol=1e-8)
+
+
+def test_heat_kernel_builds_fast_and_separates_clusters_of_mixed_density():
+    # one global bandwidth at the dense clusters' scale leaves the sparse blob with edges that underflow to 0 and
+    # the eigensolve did not converge (minutes at n = 20000); local scaling keeps every degree away from 0
+    from neurips26.clustering.minibatch_kernel_kmeans import HeatKernel
+
+    X, y = mixed_shapes(6000, seed=0)
+    t0 = time.process_time()
+    hk = HeatKernel(X, n_components=7)
+    assert time.process_time() - t0 < 10.0  # about 0.1 s measured; generous for slow machines
+    labels = MiniBatchKernelKMeans(7, kernel=hk, random_state=0).fit(X).labels_
+    assert adjusted_rand_score(y, labels) > 0.95
+    # a point off the training set takes the label of the training points around it
+    est = MiniBatchKernelKMeans(7, kernel="heat", random_state=0).fit(X)
+    assert (est.predict(X[:200] + 1e-4) == est.labels_[:200]).mean() > 0.99

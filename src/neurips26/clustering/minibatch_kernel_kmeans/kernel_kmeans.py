@@ -274,7 +274,8 @@ class KernelKMeans(_ImplicitCentresMixin, ClusterMixin, TransformerMixin, BaseEs
     n_clusters : number of clusters k.
     kernel : ``"rbf"``, ``"laplacian"``, ``"heat"`` (kNN-graph heat kernel) or a callable
         ``k(A, B) -> (len(A), len(B))``.
-    gamma : kernel bandwidth; ``None`` uses the median heuristic (``1 / median`` squared distance for rbf).
+    gamma : kernel bandwidth; ``None`` uses the median heuristic (``1 / median`` squared distance for rbf) and,
+        for the heat kernel, locally scaled edge weights (``gamma_`` is then None; see :class:`HeatKernel`).
     kernel_params : options of the heat kernel (``n_neighbors``, ``n_components``, ``t``).
     max_iter : maximum number of centre updates.
     init : ``"k-means++"`` (kernel k-means++ on all points), ``"random"`` or an array (k, d) of centre points.
@@ -412,7 +413,8 @@ class MiniBatchKernelKMeans(_ImplicitCentresMixin, ClusterMixin, TransformerMixi
     n_clusters : number of clusters k.
     kernel : ``"rbf"``, ``"laplacian"``, ``"heat"`` (kNN-graph heat kernel) or a callable
         ``k(A, B) -> (len(A), len(B))``.
-    gamma : kernel bandwidth; ``None`` uses the median heuristic on at most 1000 points.
+    gamma : kernel bandwidth; ``None`` uses the median heuristic on at most 1000 points and, for the heat
+        kernel, locally scaled edge weights (``gamma_`` is then None; see :class:`HeatKernel`).
     kernel_params : options of the heat kernel (``n_neighbors``, ``n_components``, ``t``).
     batch_size : points per batch b; ``batch_size >= n`` uses the whole data set each iteration (no sampling).
     tau : truncation: a centre keeps the contributions of its last ``tau`` batches (``None``: keep all). The
