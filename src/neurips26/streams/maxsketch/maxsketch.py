@@ -458,33 +458,31 @@ def _check_values(arr: np.ndarray, name: str) -> None:
         raise ValueError(f"{name} contains an all-zero vector, which has no direction")
 
 
-def _unit_rows(arr: np.ndarray, name: str = "x", out_dtype: np.dtype | None = None) -> np.ndarray:
-    """Rows scaled to unit norm; raises on NaN/inf or all-zero rows (checked through the norms: one pass).
-
-    ``out_dtype`` rounds the result once, in the same pass as the division (computed in ``arr``'s precision)."""
+def _unit_rows(arr: np.ndarray, name: str = "x") -> np.ndarray:
+    """Rows scaled to unit norm, in ``arr``'s precision (for :meth:`MaxSketch.project`); raises on NaN/inf or
+    all-zero rows (checked through the norms: one pass)."""
     norms = np.sqrt(np.einsum("ij,ij->i", arr, arr))
     if not (np.all(np.isfinite(norms)) and np.all(norms > 0)):
         _check_values(arr, name)  # the precise error; otherwise squares overflowed: rescale first
         arr = arr / np.abs(arr).max(axis=1, keepdims=True)
         norms = np.sqrt(np.einsum("ij,ij->i", arr, arr))
-    out = np.empty(arr.shape, dtype=arr.dtype if out_dtype is None else out_dtype)
-    return np.divide(arr, norms[:, None], out=out, casting="unsafe")
+    return arr / norms[:, None]
 
 
-_WORK = threading.local()  # per-thread scratch buffers for update (the projection block and its mask)
+_WORK = threading.local()  # per-thread scratch buffers for update (the unit rows of a tile, its projections)
 
 
-def _workspace(rows: int, cols: int, dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:
-    key = (np.dtype(dtype).str, cols)
+def _scratch(name: str, shape: tuple[int, int], dtype: np.dtype) -> np.ndarray:
+    """A per-thread C-contiguous buffer of ``shape``, reused across updates (a flat block viewed as needed): fresh
+    pages for every tile would cost as much as the normalisation itself."""
     bufs = getattr(_WORK, "bufs", None)
     if bufs is None:
         bufs = _WORK.bufs = {}
-    if key not in bufs or bufs[key][0].shape[0] < rows:
-        size = max(rows, 2 * bufs[key][0].shape[0]) if key in bufs else rows
-        bufs.clear()  # keep one pair of buffers per thread
-        bufs[key] = (np.empty((size, cols), dtype), np.empty((size, cols), bool))
-    block, mask = bufs[key]
-    return block[:rows], mask[:rows]
+    size = shape[0] * shape[1]
+    buf = bufs.get(name)
+    if buf is None or buf.dtype != dtype or buf.size < size:
+        buf = bufs[name] = np.empty(size, dtype)
+    return buf[:size].reshape(shape)
 
 
 def _exact_dots(rows64: np.ndarray, dirs64: np.ndarray) -> np.ndarray:
@@ -537,13 +535,26 @@ class MaxSketch:
     center : optional vector of shape (dim,) subtracted from every vector before it is normalised (default None:
         no centring). Learned embeddings share a common mean direction, which breaks the near-orthogonality the
         estimator assumes and drives the estimate towards 1; pass the mean of held-out embeddings from the same
-        encoder (never of the stream being counted). Part of the configuration: sketches merge only with an
-        equal centre. :meth:`estimate` warns when the reservoir shows a common direction
-        (:attr:`common_direction_cosine_`).
+        encoder (never of the stream being counted). The centre is fixed for the sketch's life, and this is
+        deliberate: a mean fitted from the stream as it goes (a running mean) would centre early items with a
+        different vector than late ones, so the state would depend on the order of the stream and two sketches
+        could no longer merge; and a maximum of ``<g, (x - mu) / ||x - mu||>`` cannot be re-centred after the
+        fact, since the normalisation does not commute with the subtraction. Part of the configuration: sketches
+        merge only with an equal centre (:meth:`merge`, ``==``, serialised with the state).
 
-    Vectors are normalised to unit length before projection (only directions matter), in float64 for any input
-    other than float32, then rounded to float32 once and projected in float32 (the maxima are kept as float32);
-    each kept maximum is re-evaluated exactly, so it does not depend on how the stream was batched.
+    Common-direction warning. :meth:`estimate` raises a ``UserWarning`` when the stream's vectors share a
+    dominant common direction. Criterion: the mean cosine between the top observations of the ``K`` reservoir
+    directions (:attr:`common_direction_cosine_`; one distinct observation per direction) exceeds
+    ``0.02 + 6 sd``, where ``sd = sqrt(2 / (K (K - 1)) * (1 / d + pi^2 / 4096))`` is its spread for near-orthogonal
+    objects (the ``1 / d`` of random unit vectors plus the sign-bit angle estimate's noise). Near-orthogonal
+    objects give about 0; objects sharing a mean ``mu`` give about ``cos^2(x, mu)`` (0.3 at a common-mean cosine
+    of 0.55). The remedy is ``center=`` above. A stream of only a few dozen distinct objects can also trip it
+    (several directions then hold views of the same object).
+
+    Vectors are normalised to unit length before projection (only directions matter): any input is rounded to
+    float32 once (after centring, which is done in float64) and normalised and projected in float32, so a float64
+    stream and its float32 copy give the same sketch (the maxima are kept as float32); each kept maximum is
+    re-evaluated exactly, so it does not depend on how the stream was batched.
 
     Examples
     --------
@@ -636,101 +647,135 @@ class MaxSketch:
         """Add one vector (shape (dim,)) or a batch (shape (n_items, dim)); returns ``self``.
 
         Raises ``ValueError`` (and leaves the sketch unchanged) on a wrong dimension, NaN/inf, an all-zero
-        vector or an empty batch.
+        vector (or, with ``center``, a vector equal to the centre) or an empty batch.
         """
         batch = _as_batch(x, self.dim, check_values=False)
-        if self.center is not None:
-            _check_values(batch, "x")  # a NaN must not hide behind the subtraction
-            batch = batch.astype(np.float64) - self.center  # in float64: the mean can dwarf the residual
-            if np.any(~np.any(batch != 0, axis=1)):
-                raise ValueError("x contains a vector equal to center, which has no direction after centring")
-        # normalised in the input's precision, then rounded to float32 once: the maxima are float32, and one
-        # float32 GEMM serves every input type (a float64 GEMM costs twice as much for no stored digit)
-        unit = _unit_rows(batch, out_dtype=np.float32)
-        dirs = self._all_directions(unit.dtype)
+        dirs = self._all_directions(np.float32)
         dirs_t64 = self._cache["T8"]
-        eps = np.finfo(unit.dtype).eps
+        mult = self._hash_multipliers()
+        eps = np.finfo(np.float32).eps
         # |BLAS - exact| <= (d + sqrt(d) + 1) eps for unit vectors (accumulation + rounded directions); x2 margin
         tol = 2.0 * (self.dim + np.sqrt(self.dim) + 1.0) * eps
-        hashes = _row_hashes(unit, self._hash_multipliers())
         maxima = self.maxima_.astype(np.float64)
+        registers = self.view_registers_.copy()
         top = (self.top_values_.copy(), self.top_hashes_.copy(), self.top_signs_.copy())
         n_res = self.reservoir
+        # one tile at a time: cast + normalise into a scratch buffer, one float32 GEMM into another, then only
+        # the few entries near a column maximum are looked at again (the scratch stays O(tile), whatever the batch)
         tile = int(np.clip(_TILE_ELEMENTS // self.n_projections, 64, 4096))
-        for lo in range(0, unit.shape[0], tile):
-            rows = unit[lo : lo + tile]
-            block, near = _workspace(rows.shape[0], self.n_projections, rows.dtype)
-            np.matmul(rows, dirs, out=block)
-            # Exact column maxima: re-evaluate, in a fixed order, the rows that may beat the current maximum.
-            # Once the sketch has seen some data only a handful of rows per batch can; the first batches (or a
-            # batch far above the state) compare against the batch's own maximum instead.
-            thr = (maxima - 2 * tol).astype(rows.dtype)
-            empty = bool(np.isneginf(maxima).all())  # then every row is a candidate: skip to the batch maxima
-            if not empty:
-                np.greater_equal(block, thr, out=near)
-                cand_rows = np.flatnonzero(near.any(axis=1))
-            if empty or cand_rows.size > max(64, rows.shape[0] // 8):
-                thr = np.maximum(thr, block.max(axis=0) - rows.dtype.type(tol))
-                np.greater_equal(block, thr, out=near)
-                cand_rows = np.flatnonzero(near.any(axis=1))
-            if cand_rows.size:
-                r, c = np.nonzero(near[cand_rows])
-                r = cand_rows[r]
-                exact = _exact_dots(rows[r].astype(np.float64), dirs_t64[c])
-                np.maximum.at(maxima, c, exact)
+        for lo in range(0, batch.shape[0], tile):
+            rows = self._unit_tile(batch[lo : lo + tile])
+            # projections laid out direction by direction, (m, rows): a column's values are contiguous
+            block = _scratch("block", (self.n_projections, rows.shape[0]), np.float32)
+            np.matmul(dirs.T, rows.T, out=block)
+            col_max = block.max(axis=1)
+            self._update_maxima(maxima, block, col_max, rows, dirs_t64, tol)
+            hashes = _row_hashes(rows, mult)
+            idx, rank = _hll_rank(hashes, _HLL_P)
+            np.maximum.at(registers, idx, rank)
             if n_res:
-                tile_hashes = hashes[lo : lo + tile]
-                first = np.unique(tile_hashes, return_index=True)[1]  # distinct observations of the tile
-                if first.size < rows.shape[0]:
-                    first.sort()
-                    self._update_reservoir(
-                        top, block[first, :n_res], rows[first], tile_hashes[first], dirs_t64, tol
-                    )
-                else:
-                    self._update_reservoir(top, block[:, :n_res], rows, tile_hashes, dirs_t64, tol)
-        idx, rank = _hll_rank(hashes, _HLL_P)
-        registers = self.view_registers_.copy()
-        np.maximum.at(registers, idx, rank)
+                self._update_reservoir(top, block[:n_res], col_max[:n_res], rows, hashes, dirs_t64, tol)
         # commit (everything above only read the state)
         self.maxima_ = maxima.astype(np.float32)
         self.view_registers_ = registers
         self.top_values_, self.top_hashes_, self.top_signs_ = top
         return self
 
-    def _update_reservoir(self, top, block, rows, hashes, dirs_t64, tol) -> None:
-        """Exact top-DEPTH distinct observations per reservoir direction (ties broken by hash)."""
+    def _unit_tile(self, chunk: np.ndarray) -> np.ndarray:
+        """Rows of ``chunk`` (centred first, with ``center``) as float32 unit vectors, in a per-thread scratch
+        buffer. Any input is rounded to float32 once and normalised in float32, so a float64 stream and its float32
+        copy give the same sketch; values outside float32's range are rescaled (in their own precision) first."""
+        if self.center is not None:
+            _check_values(chunk, "x")  # a NaN must not hide behind the subtraction
+            chunk = chunk.astype(np.float64) - self.center  # in float64: the mean can dwarf the residual
+            if np.any(~np.any(chunk != 0, axis=1)):
+                raise ValueError("x contains a vector equal to center, which has no direction after centring")
+        out = _scratch("unit", chunk.shape, np.float32)
+        src = chunk if chunk.dtype == np.float32 else out
+        if src is out:
+            with np.errstate(over="ignore", under="ignore"):  # out of float32's range: rescaled below
+                np.copyto(out, chunk, casting="unsafe")  # the one cast
+        norms = np.sqrt(np.einsum("ij,ij->i", src, src))
+        if not (np.all(np.isfinite(norms)) and np.all(norms > 0)):
+            # the precise error; otherwise float32 over- or underflowed: rescale first
+            _check_values(chunk, "x")
+            np.copyto(out, chunk / np.abs(chunk).max(axis=1, keepdims=True), casting="unsafe")
+            src = out
+            norms = np.sqrt(np.einsum("ij,ij->i", src, src))
+        return np.divide(src, norms[:, None], out=out)
+
+    @staticmethod
+    def _update_maxima(maxima, block, col_max, rows, dirs_t64, tol) -> None:
+        """Exact maxima, in place. ``block`` is (m, rows): re-evaluate, in a fixed order, the entries that may be a
+        direction's new maximum: within ``tol`` of the tile's maximum for it and above the kept maximum.
+        Directions whose tile maximum does not come near the kept one cost nothing beyond the max-reduction."""
+        thr = np.maximum(maxima - 2 * tol, col_max.astype(np.float64) - tol)
+        cols = np.flatnonzero(col_max >= thr)
+        if cols.size == 0:
+            return
+        hits = np.flatnonzero(block[cols] >= thr[cols, None].astype(np.float32))
+        k, r = np.divmod(hits, block.shape[1])
+        c = cols[k]
+        np.maximum.at(maxima, c, _exact_dots(rows[r].astype(np.float64), dirs_t64[c]))
+
+    def _update_reservoir(self, top, block, col_max, rows, hashes, dirs_t64, tol) -> None:
+        """Exact top-DEPTH distinct observations per reservoir direction (ties broken by hash); ``block`` is the
+        (reservoir, rows) projections of the tile on the reservoir's directions."""
         values, hsh, signs = top
-        depth = min(_DEPTH, block.shape[0])
-        kth = np.partition(block, block.shape[0] - depth, axis=0)[block.shape[0] - depth]
         # a row can enter a list only if it beats the list's current last value (exact values, so allow tol)
-        bar = np.maximum(kth, values[:, -1].astype(block.dtype)) - tol
-        r, c = np.nonzero(block >= bar)
+        bar = values[:, -1].astype(np.float64) - tol
+        if not np.any(col_max >= bar):  # the usual case once the lists are full: nothing in this tile enters
+            return
+        first = np.unique(hashes, return_index=True)[1]  # distinct observations of the tile
+        if first.size < rows.shape[0]:
+            first.sort()
+            block, rows, hashes = block[:, first], rows[first], hashes[first]
+        n_rows = block.shape[1]
+        mask = block >= bar[:, None].astype(np.float32)
+        if np.count_nonzero(mask) > 4 * _DEPTH * block.shape[0]:  # lists not yet full: tighten by the kth
+            depth = min(_DEPTH, n_rows)
+            kth = np.partition(block, n_rows - depth, axis=1)[:, n_rows - depth]
+            mask &= block >= (np.maximum(kth.astype(np.float64), bar + tol) - tol)[:, None].astype(np.float32)
+        c, r = np.divmod(np.flatnonzero(mask), n_rows)
         if r.size == 0:
             return
         exact = _exact_dots(rows[r].astype(np.float64), dirs_t64[c]).astype(np.float32)
-        # choose each list's new top observations first; sign bits are computed only for the rows that enter
-        chosen = []
-        for j in np.unique(c):
-            sel = np.flatnonzero(c == j)
-            v = np.concatenate([values[j], exact[sel]])
-            h = np.concatenate([hsh[j], hashes[r[sel]]])
-            keep = _top_distinct_order(v, h)
-            # rows of this batch that enter (-1: an observation already in the list)
-            src = np.concatenate([np.full(_DEPTH, -1), r[sel]])[keep]
-            chosen.append((j, v[keep], h[keep], keep, src))
-        entering = np.unique(np.concatenate([src[src >= 0] for *_, src in chosen]))
+        # every touched list at once (as _top_distinct_order per list): the lists' entries and the candidates,
+        # one entry per (list, observation) with its largest value, then each list's DEPTH largest by (value, hash)
+        lists = np.unique(c)
+        slot = np.tile(np.arange(_DEPTH), lists.size)
+        lst = np.concatenate([np.repeat(lists, _DEPTH), c])
+        val = np.concatenate([values[lists].ravel(), exact])
+        hsh_all = np.concatenate([hsh[lists].ravel(), hashes[r]])
+        # src < 0: slot -1 - src of the list's own entries; src >= 0: a row of the tile
+        src = np.concatenate([-1 - slot, r])
+        fin = np.isfinite(val)
+        lst, val, hsh_all, src = lst[fin], val[fin], hsh_all[fin], src[fin]
+        neg = -val.astype(np.float64)
+        # stable: an entry already in the list wins a tie with its copy from the tile
+        order = np.lexsort((neg, hsh_all, lst))
+        fresh = np.ones(order.size, bool)
+        fresh[1:] = (lst[order][1:] != lst[order][:-1]) | (hsh_all[order][1:] != hsh_all[order][:-1])
+        keep = order[fresh]
+        keep = keep[np.lexsort((hsh_all[keep], neg[keep], lst[keep]))]
+        lst, val, hsh_all, src = lst[keep], val[keep], hsh_all[keep], src[keep]
+        rank = np.arange(lst.size) - np.searchsorted(lst, lst)
+        top_k = rank < _DEPTH
+        lst, val, hsh_all, src, rank = lst[top_k], val[top_k], hsh_all[top_k], src[top_k], rank[top_k]
+        # sign bits only for the rows that enter
+        entering = np.unique(src[src >= 0])
         new_signs = np.packbits(
             _exact_signs(rows[entering].astype(np.float64), self._sign_directions()), axis=1
         )
-        for j, v, h, keep, src in chosen:
-            out_v = np.full(_DEPTH, -np.inf, dtype=np.float32)
-            out_h = np.zeros(_DEPTH, dtype=_U64)
-            out_s = np.zeros((_DEPTH, signs.shape[-1]), dtype=np.uint8)
-            old = src < 0
-            out_v[: keep.size], out_h[: keep.size] = v, h
-            out_s[: keep.size][old] = signs[j][keep[old]]
-            out_s[: keep.size][~old] = new_signs[np.searchsorted(entering, src[~old])]
-            values[j], hsh[j], signs[j] = out_v, out_h, out_s
+        out_v = np.full((lists.size, _DEPTH), -np.inf, dtype=np.float32)
+        out_h = np.zeros((lists.size, _DEPTH), dtype=_U64)
+        out_s = np.zeros((lists.size, _DEPTH, signs.shape[-1]), dtype=np.uint8)
+        at = np.searchsorted(lists, lst)
+        out_v[at, rank], out_h[at, rank] = val, hsh_all
+        old = src < 0
+        out_s[at[old], rank[old]] = signs[lst[old], -1 - src[old]]
+        out_s[at[~old], rank[~old]] = new_signs[np.searchsorted(entering, src[~old])]
+        values[lists], hsh[lists], signs[lists] = out_v, out_h, out_s
 
     def _check_compatible(self, other: object) -> None:
         if not isinstance(other, MaxSketch):
