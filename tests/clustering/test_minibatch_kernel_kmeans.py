@@ -640,7 +640,9 @@ def test_weighted_fits_reach_the_brute_force_optimum_on_tiny_data():
     w = rng.uniform(0.2, 5.0, size=10)
     gamma, k = 0.5, 2
     G = rbf_kernel(X, gamma=gamma)
-    every = (np.arange(2**10)[:, None] >> np.arange(10)[None, :]) & 1  # labelling m and 1023 - m: one partition
+    every = (
+        np.arange(2**10)[:, None] >> np.arange(10)[None, :]
+    ) & 1  # labelling m and 1023 - m: one partition
     scores = np.array([_weighted_kernel_kmeans_objective(G, w, lab, k) for lab in every])
     unweighted = np.array([_weighted_kernel_kmeans_objective(G, np.ones(10), lab, k) for lab in every])
     order = np.argsort(scores)
@@ -657,7 +659,9 @@ def test_weighted_fits_reach_the_brute_force_optimum_on_tiny_data():
         assert adjusted_rand_score(best, est.labels_) == pytest.approx(1.0)
         assert est.inertia_ == pytest.approx(scores[order[0]], rel=1e-9, abs=1e-12)
         # the inertia it reports is the oracle's objective of its own labels
-        assert est.inertia_ == pytest.approx(_weighted_kernel_kmeans_objective(G, w, est.labels_, k), rel=1e-9)
+        assert est.inertia_ == pytest.approx(
+            _weighted_kernel_kmeans_objective(G, w, est.labels_, k), rel=1e-9
+        )
 
 
 @pytest.mark.parametrize("cls", [KernelKMeans, MiniBatchKernelKMeans])
@@ -703,7 +707,9 @@ def test_heat_kernel_equals_its_definition_through_a_dense_expm(gamma):
     vals, vecs = np.linalg.eigh(H)
     assert vals[-m] - vals[-m - 1] > 1e-3  # the rank-m truncation is unique
     H_m = (vecs[:, -m:] * vals[-m:]) @ vecs[:, -m:].T
-    A = np.zeros((n, n))  # out-of-sample map: heat weights of each point's nn nearest training points (itself too)
+    A = np.zeros(
+        (n, n)
+    )  # out-of-sample map: heat weights of each point's nn nearest training points (itself too)
     A[rows, order[:, :nn].ravel()] = heat_weights(rows, order[:, :nn].ravel())
     K = A @ H_m @ A.T
     K = K / np.sqrt(np.outer(np.diag(K), np.diag(K)))
