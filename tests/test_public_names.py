@@ -28,16 +28,21 @@ def _init(p: papers.Paper) -> Path:
 
 
 def _bound_names(path: Path) -> set[str]:
-    """Public names an ``__init__.py`` binds at module level: its imports and assignments (``__all__`` aside)."""
+    """Public names an ``__init__.py`` binds at module level: its imports and assignments (``__all__`` aside),
+    including the imports under ``if TYPE_CHECKING:`` that a module ``__getattr__`` loads lazily."""
     bound: set[str] = set()
-    for node in ast.parse(path.read_text()).body:
+    body = ast.parse(path.read_text()).body
+    for node in list(body):
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
+            body += node.body
+    for node in body:
         if isinstance(node, ast.ImportFrom | ast.Import):
             bound |= {(a.asname or a.name).split(".")[0] for a in node.names}
         elif isinstance(node, ast.Assign):
             bound |= {t.id for t in node.targets if isinstance(t, ast.Name)}
         elif isinstance(node, ast.FunctionDef | ast.ClassDef):
             bound.add(node.name)
-    return {n for n in bound if not n.startswith("_") and n != "annotations"}
+    return {n for n in bound if not n.startswith("_") and n not in ("annotations", "TYPE_CHECKING")}
 
 
 @pytest.mark.parametrize("p", BUILT, ids=lambda p: p.slug)

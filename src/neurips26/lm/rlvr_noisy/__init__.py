@@ -25,6 +25,8 @@ Usage::
     equivalent("(x+1)^2", "x^2 + 2x + 1")                                          # True
 """
 
+from typing import TYPE_CHECKING
+
 from .answers import equivalent, extract_answer, normalise_latex, parse_answer
 from .data import KINDS, NoisyItem, noisy_math_items
 from .reverify import (
@@ -36,23 +38,23 @@ from .reverify import (
     reverify,
 )
 
-# the toy RLVR study needs torch; answer checking does not, so its names load on first use
-_TOY = (
-    "FractionTask",
-    "LabelPools",
-    "false_match_rate",
-    "format_ok",
-    "greedy_accuracy",
-    "pgfc_reward",
-    "rlvr_reward",
-    "rlvr_trainer",
-    "run_arm",
-    "sft_policy",
-)
+if TYPE_CHECKING:  # the toy RLVR study needs torch and answer checking does not: its names load on first use
+    from .toy import (
+        FractionTask,
+        LabelPools,
+        false_match_rate,
+        format_ok,
+        greedy_accuracy,
+        pgfc_reward,
+        rlvr_reward,
+        rlvr_trainer,
+        run_arm,
+        sft_policy,
+    )
 
 
 def __getattr__(name: str):
-    if name in _TOY:
+    if name in __all__:  # a public name not bound above comes from .toy
         from . import toy
 
         return getattr(toy, name)
