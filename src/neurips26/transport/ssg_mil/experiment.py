@@ -329,6 +329,7 @@ def run(run: Run) -> None:
         )
         run.metric("instance_gain_balanced_ot", gain_bal)
         lost = (gain_sparse - gain_bal) / gain_sparse if gain_sparse > 0 else float("nan")
+        run.check("ssg_instance_gain_every_replicate", inst_gain)
         run.check("balanced_ot_gain_lost_fraction", lost)
         for name, (key, _) in RECONSTRUCTIONS.items():
             run.metric(
