@@ -156,7 +156,7 @@ def run(run: Run) -> None:
         "grid": run.param("grid", quick=32, full=40),
         "k1": run.param("k1_target", quick=60, full=100),
         "k2": run.param("k2", quick=15, full=25),
-        "train_days": run.param("train_days", quick=240, full=300),
+        "train_days": run.param("train_days", quick=180, full=300),
         "test_days": run.param("test_days", quick=50, full=80),
         "d": run.param("hidden", quick=24),
         "n_proc": run.param("processor_layers", quick=1),

@@ -313,7 +313,7 @@ def run(run: Run) -> None:
     n_seeds = run.param("seeds", quick=1, full=3)
     # Part B (full mode only): pre-train / fine-tune steps, demos, test scenes, dense-token stride (30 Hz / 5),
     # the share of QA in every fine-tuning batch (the same for all formats)
-    pre_steps = run.param("pretrain_steps", quick=0, full=1500)
+    pre_steps = run.param("pretrain_steps", quick=0, full=4000)
     ft_steps = run.param("finetune_steps", quick=0, full=400)
     n_train = run.param("part_b_train_demos", quick=0, full=300)
     n_test = run.param("part_b_test_scenes", quick=0, full=50)
