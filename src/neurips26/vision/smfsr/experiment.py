@@ -172,7 +172,7 @@ def run(run: Run) -> None:
         "gan_lr": run.param("gan_lr", 5e-5),
         "fidelity_weight": run.param("fidelity_weight", 3.0),
     }
-    n_seeds = run.param("n_seeds", quick=1, full=3)
+    n_seeds = run.param("n_seeds", quick=1, full=5)
     seeds = [run.seed] if n_seeds == 1 else run.seeds(n_seeds)
     per_seed, rows, trained = [], [], []
     for s in seeds:
