@@ -7,12 +7,14 @@ topics split by the seed into extraction topics (MinSteer/TwoSeq contrasts, CAA 
 Style pair X = "negative and unhappy", Y = "positive and happy". Every direction is a unit vector scaled by the
 layer's mean residual norm, so ``alpha`` is in units of that norm and the random direction is norm-matched.
 
-Protocol per direction: steered replies to the evaluation prompts at ``+alpha`` and ``-alpha`` for each alpha of the
-grid; each sign's operating point is the largest alpha whose perplexity ratio (steered replies scored by the
-unsteered model, over the unsteered replies' perplexity) stays within the budget (a sign with none contributes no
-shift). The sentiment shift is the bidirectional VADER shift ``(V(+alpha_+) - V(-alpha_-)) / 2`` (V: mean compound
-over prompts; the one-sided shifts are recorded). Each comparison is decided on a paired bootstrap over evaluation prompts: the check receives the 99%
-interval's ends and the point estimate, so it passes or fails only when the interval clears the threshold.
+Protocol per direction and sign, a strength sweep at matched perplexity: steered replies to calibration prompts
+(extraction topics) at every strength of the grid give the perplexity ratio (steered replies scored by the unsteered
+model, over the unsteered replies' perplexity) as a function of the strength; the operating strength is where it
+reaches the budget (:func:`~neurips26.lm.minsteer.matched_strength`). The evaluation prompts are then steered at
+``+alpha_+`` and ``-alpha_-``; the sentiment shift is the bidirectional VADER shift ``(V(+alpha_+) - V(-alpha_-)) / 2``
+(V: mean compound over prompts; the one-sided shifts are recorded). Each comparison is decided on a paired bootstrap
+over evaluation prompts: the check receives the 99% interval's ends and the point estimate, so it passes or fails
+only when the interval clears the threshold.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from .minsteer import (
     caa_direction,
     contrastive_rewrite_directions,
     generate_steered,
+    matched_strength,
     random_direction,
     two_sequence_direction,
 )
@@ -51,44 +54,59 @@ def _unit(v: torch.Tensor) -> torch.Tensor:
     return v / v.norm().clamp(min=1e-12)
 
 
-def _evaluate(model, tok, prompts, layer, directions, scale, alphas, tokens, vader, base_ppl, v0):
-    """Steer with every unit direction at +-alpha; per direction: the operating point and per-prompt VADER."""
+def _calibrate(model, tok, prompts, layer, directions, scale, grid, tokens):
+    """Per direction and sign, the matched strength: where the perplexity ratio on the calibration prompts reaches
+    the budget (:func:`matched_strength`, linear between grid points, from ``(0, 1)`` below the first)."""
     names = list(directions)
-    settings = [(n, s * a) for n in names for a in alphas for s in (1, -1)]
-    vecs = torch.stack([directions[n] * a * scale for n, a in settings])
+    settings = [(n, s, a) for n in names for s in (1, -1) for a in grid]
+    d_model = next(iter(directions.values())).shape[0]
+    vecs = torch.cat(
+        [torch.zeros(1, d_model)] + [(directions[n] * s * a * scale)[None] for n, s, a in settings]
+    )
     batch = generate_steered(model, tok, prompts, layer, vecs, max_new_tokens=tokens)
-    grid = {}
-    for k, (n, a) in enumerate(settings):
-        texts = [row[k] for row in batch.texts]
-        grid[(n, a)] = {
-            "v": np.array([vader(t) for t in texts]),
-            "ppl_ratio": batch.perplexity(k) / base_ppl,
-            "texts": texts,
-        }
+    base = batch.perplexity(0)
+    ratio = {st: batch.perplexity(1 + k) / base for k, st in enumerate(settings)}
     out = {}
     for n in names:
-        # each sign's operating point: the largest alpha of the grid whose perplexity ratio is within the budget
+        for s in (1, -1):
+            ratios = [ratio[(n, s, a)] for a in grid]
+            alpha, status = matched_strength(grid, ratios, PPL_BUDGET)
+            out[(n, s)] = {"alpha": alpha, "status": status, "ratios": ratios}
+    return out
+
+
+def _evaluate(model, tok, prompts, layer, directions, scale, strengths, tokens, vader, base_ppl, v0):
+    """Steer with every unit direction at its matched strength per sign; per direction: per-prompt VADER changes."""
+    names = list(directions)
+    settings = [(n, s) for n in names for s in (1, -1)]
+    vecs = torch.stack([directions[n] * s * strengths[(n, s)]["alpha"] * scale for n, s in settings])
+    batch = generate_steered(model, tok, prompts, layer, vecs, max_new_tokens=tokens)
+    out = {}
+    for n in names:
         side = {}
-        for sign in (1, -1):
-            ok = [a for a in alphas if grid[(n, sign * a)]["ppl_ratio"] <= PPL_BUDGET]
-            side[sign] = grid[(n, sign * max(ok))] | {"alpha": max(ok)} if ok else None
-        pos, neg = side[1], side[-1]
-        zero = np.zeros(len(prompts))
-        # a sign with no feasible alpha cannot steer at matched fluency: it contributes no shift
-        v_pos = pos["v"] - v0 if pos else zero
-        v_neg = neg["v"] - v0 if neg else zero
+        for s in (1, -1):
+            k = settings.index((n, s))
+            texts = [row[k] for row in batch.texts]
+            side[s] = {
+                "v": np.array([vader(t) for t in texts]),
+                "ppl": batch.perplexity(k) / base_ppl,
+                "texts": texts,
+            }
+        d_pos, d_neg = side[1]["v"] - v0, side[-1]["v"] - v0
         out[n] = {
-            "alpha_pos": pos["alpha"] if pos else 0.0,
-            "alpha_neg": neg["alpha"] if neg else 0.0,
-            "d_pos": v_pos,  # per-prompt VADER change from the unsteered reply
-            "d_neg": v_neg,
-            "bidir_pp": (v_pos - v_neg) / 2,
-            "ppl_ratio_pos": pos["ppl_ratio"] if pos else float("nan"),
-            "ppl_ratio_neg": neg["ppl_ratio"] if neg else float("nan"),
-            "texts_pos": pos["texts"] if pos else None,
-            "texts_neg": neg["texts"] if neg else None,
+            "alpha_pos": strengths[(n, 1)]["alpha"],
+            "alpha_neg": strengths[(n, -1)]["alpha"],
+            "status_pos": strengths[(n, 1)]["status"],
+            "status_neg": strengths[(n, -1)]["status"],
+            "d_pos": d_pos,  # per-prompt VADER change from the unsteered reply
+            "d_neg": d_neg,
+            "bidir_pp": (d_pos - d_neg) / 2,
+            "ppl_ratio_pos": side[1]["ppl"],
+            "ppl_ratio_neg": side[-1]["ppl"],
+            "texts_pos": side[1]["texts"],
+            "texts_neg": side[-1]["texts"],
         }
-    return out, grid
+    return out
 
 
 def _boot(stat, n: int, rng: np.random.Generator) -> list[float]:
@@ -109,15 +127,18 @@ def run(run: Run) -> None:
     vader = _vader()
     L = n_layers(model)
     layer = run.param("layer", quick=L // 2)
-    n_eval = run.param("eval_prompts", quick=10, full=20)
-    eval_tokens = run.param("eval_tokens", quick=12, full=20)
-    rewrite_tokens = run.param("rewrite_tokens", quick=20, full=40)
-    n_attempts = run.param("contrasts_attempted", quick=3, full=10)
-    n_contrasts = run.param("contrasts_used", quick=2, full=5)
-    alphas = run.param("alphas", quick=[0.15], full=[0.1, 0.2])
+    n_eval = run.param("eval_prompts", quick=10, full=40)
+    eval_tokens = run.param("eval_tokens", quick=10, full=20)
+    n_cal = run.param("calibration_prompts", quick=6, full=16)
+    cal_tokens = run.param("calibration_tokens", quick=8, full=16)
+    rewrite_tokens = run.param("rewrite_tokens", quick=16, full=40)
+    n_attempts = run.param("contrasts_attempted", quick=2, full=10)
+    n_contrasts = run.param("contrasts_used", quick=1, full=5)
+    grid = run.param("strength_grid", quick=[0.15, 0.3], full=[0.1, 0.2, 0.3, 0.45])
     caa_sizes = run.param("caa_pairs", quick=[10], full=[1, 10, 50])
     n_random = run.param("random_directions", quick=1, full=3)
-    sweep_layers = run.param("sweep_layers", quick=[], full=[0, 4, 8, 12, 16, 20, 24, 29])
+    # as many edge layers (first / last 10% of the depth) as interior ones, so the argmax has no head start
+    sweep_layers = run.param("sweep_layers", quick=[], full=[0, 2, 7, 12, 17, 22, 27, 29])
     run.param("ppl_budget", quick=PPL_BUDGET)
     boot_rng = np.random.default_rng(run.seed + 7)
 
@@ -125,6 +146,11 @@ def run(run: Run) -> None:
     extract_prompts = content_prompts(extract_topics, n_attempts, seed=run.seed)
     eval_prompts = [
         chat_prompt(tok, p, system=DEFAULT_SYSTEM) for p in content_prompts(eval_topics, n_eval, run.seed + 1)
+    ]
+    # calibration prompts: extraction topics (never an evaluation topic), none of them a contrast's prompt
+    cal_prompts = [
+        chat_prompt(tok, p, system=DEFAULT_SYSTEM)
+        for p in content_prompts(extract_topics, n_attempts + n_cal, seed=run.seed)[n_attempts:]
     ]
     record_layers = sorted({layer, *sweep_layers})
 
@@ -199,21 +225,29 @@ def run(run: Run) -> None:
         run.check("zero_vector_matches_plain_decoding", float(np.mean(same)))
         run.metric("unsteered_vader", float(v0.mean()))
         run.metric("unsteered_ppl", base_ppl)
-        results, grid = _evaluate(
+        strengths = _calibrate(model, tok, cal_prompts, layer, directions, scale[layer], grid, cal_tokens)
+        results = _evaluate(
             model,
             tok,
             eval_prompts,
             layer,
             directions,
             scale[layer],
-            alphas,
+            strengths,
             eval_tokens,
             vader,
             base_ppl,
             v0,
         )
-    settings = 1 + 2 * len(alphas) * len(directions)
-    run.metric("steered_tokens_per_cpu_second", settings * len(eval_prompts) * eval_tokens / t_gen.seconds)
+    generated = len(cal_prompts) * cal_tokens * (1 + 2 * len(grid) * len(directions))
+    generated += len(eval_prompts) * eval_tokens * (1 + 2 * len(directions))
+    run.metric("steered_tokens_per_cpu_second", generated / t_gen.seconds)
+    statuses = [r[f"status_{s}"] for r in results.values() for s in ("pos", "neg")]
+    for status in ("matched", "over_budget_at_every_grid_strength", "budget_not_reached"):
+        run.metric(f"operating_points_{status}", statuses.count(status))
+    eval_ratios = [r[f"ppl_ratio_{s}"] for r in results.values() for s in ("pos", "neg")]
+    run.metric("eval_ppl_ratio_median", float(np.median(eval_ratios)))
+    run.metric("eval_ppl_ratio_max", float(np.max(eval_ratios)))
 
     if run.full:  # content preservation at each operating point (MiniLM; skipped in quick to save its load)
         from neurips26.data.text_embeddings import encode_minilm
@@ -223,9 +257,8 @@ def run(run: Run) -> None:
             cos = [
                 np.sum(encode_minilm([t or "." for t in r[k]]) * e0, 1).mean()
                 for k in ("texts_pos", "texts_neg")
-                if r[k] is not None
             ]
-            r["minilm_cos"] = float(np.mean(cos)) if cos else None
+            r["minilm_cos"] = float(np.mean(cos))
     rows = [
         {
             "method": n,
@@ -243,21 +276,18 @@ def run(run: Run) -> None:
     run.table(
         rows,
         name="methods",
-        caption=f"Operating points at layer {layer}: per sign, the largest alpha with perplexity ratio <= {PPL_BUDGET} "
-        "(alpha in units of the layer's mean residual norm; alpha 0: none within the budget)",
+        caption=f"Operating points at layer {layer}: per sign, the strength whose perplexity ratio on the calibration "
+        f"prompts reaches {PPL_BUDGET} (alpha in units of the layer's mean residual norm); ppl ratios on the "
+        "evaluation prompts",
     )
     run.table(
         [
-            {
-                "method": n,
-                "alpha": a,
-                "vader_shift": float(g["v"].mean() - v0.mean()),
-                "ppl_ratio": g["ppl_ratio"],
-            }
-            for (n, a), g in grid.items()
+            {"method": n, "sign": "+" if s > 0 else "-", "status": c["status"], "alpha": c["alpha"]}
+            | {f"ppl_ratio@{a}": x for a, x in zip(grid, c["ratios"])}
+            for (n, s), c in strengths.items()
         ],
-        name="alpha_grid",
-        caption="every steered setting",
+        name="calibration",
+        caption=f"perplexity ratio at every strength of the grid on {len(cal_prompts)} calibration prompts",
     )
 
     # --- per-prompt statistics and the checks ------------------------------------------------------------------
@@ -280,27 +310,26 @@ def run(run: Run) -> None:
     run.metric("minsteer_alpha_pos", float(np.median([results[n]["alpha_pos"] for n in ms_names])))
     run.metric("minsteer_alpha_neg", float(np.median([results[n]["alpha_neg"] for n in ms_names])))
     if run.full:
-        run.metric(
-            "minsteer_minilm_cos",
-            float(
-                np.median(
-                    [c for n in ms_names if (c := results[n].get("minilm_cos")) is not None] or [np.nan]
-                )
-            ),
-        )
+        run.metric("minsteer_minilm_cos", float(np.median([results[n]["minilm_cos"] for n in ms_names])))
 
     def versus(other: str):
         return lambda idx: group_shift("MinSteer-1", idx) - group_shift(other, idx)
 
     def sign_stat(idx: np.ndarray) -> float:
-        vals = []
-        for n in ms_names:
-            r = results[n]
-            vals.append(min(r["d_pos"][idx].mean(), -r["d_neg"][idx].mean()))
-        return float(np.median(vals))
+        return float(
+            np.median(
+                [min(results[n]["d_pos"][idx].mean(), -results[n]["d_neg"][idx].mean()) for n in ms_names]
+            )
+        )
 
-    run.check("sign_flip", _boot(sign_stat, P, boot_rng))
-    run.check("minsteer_vs_random", _boot(versus("random"), P, boot_rng))
+    vs_random = _boot(versus("random"), P, boot_rng)
+    run.metric("vs_random_interval_width", vs_random[2] - vs_random[0])
+    sign = _boot(sign_stat, P, boot_rng)
+    if (
+        run.full
+    ):  # quick's one contrast at 10 prompts leaves the interval's lower end on the bar (0 at seed 1)
+        run.check("sign_flip", sign)
+    run.check("minsteer_vs_random", vs_random)
     if run.quick:
         run.check("minsteer_vs_caa10", _boot(versus("CAA-10"), P, boot_rng))
     else:
@@ -309,33 +338,49 @@ def run(run: Run) -> None:
         run.metric("twoseq_shift", group_shift("TwoSeq-1", every))
         run.check("minsteer_vs_twoseq", _boot(versus("TwoSeq-1"), P, boot_rng))
 
-    # --- depth dependence (full): the first kept contrast at every swept layer ---------------------------------
+    # --- depth dependence (full): the first kept contrast at every swept layer, each at its matched strength ----
     if sweep_layers:
-        curve = []
+        edge = max(1, round(0.1 * L))  # first / last 10% of the layers
+        per_layer = {}
         for lay in run.progress(sweep_layers, "layer sweep"):
             dirs = {"MinSteer-1": _unit(kept[0].crd(lay))}
-            res, _ = _evaluate(
-                model, tok, eval_prompts, lay, dirs, scale[lay], alphas, eval_tokens, vader, base_ppl, v0
+            cal = _calibrate(model, tok, cal_prompts, lay, dirs, scale[lay], grid, cal_tokens)
+            res = _evaluate(
+                model, tok, eval_prompts, lay, dirs, scale[lay], cal, eval_tokens, vader, base_ppl, v0
             )
-            r = res["MinSteer-1"]
-            curve.append(
-                {
-                    "layer": lay,
-                    "bidirectional_shift": float(r["bidir_pp"].mean()),
-                    "alpha_+": r["alpha_pos"],
-                    "alpha_-": r["alpha_neg"],
-                }
-            )
+            per_layer[lay] = res["MinSteer-1"]
+        curve = [
+            {
+                "layer": lay,
+                "interior": edge <= lay < L - edge,
+                "bidirectional_shift": float(r["bidir_pp"].mean()),
+                "alpha_+": r["alpha_pos"],
+                "alpha_-": r["alpha_neg"],
+                "ppl_ratio_+": r["ppl_ratio_pos"],
+                "ppl_ratio_-": r["ppl_ratio_neg"],
+            }
+            for lay, r in per_layer.items()
+        ]
         run.table(
             curve, name="layer_sweep", caption="MinSteer-1 (one contrast) at matched perplexity, by layer"
         )
         best = max(curve, key=lambda c: c["bidirectional_shift"])
         run.metric("best_layer", best["layer"])
         run.metric("best_layer_shift", best["bidirectional_shift"])
-        run.check("best_layer_interior", float(best["layer"]))
+        inner = [lay for lay in per_layer if edge <= lay < L - edge]
+        outer = [lay for lay in per_layer if lay not in inner]
+        run.metric("best_edge_layer_shift", max(c["bidirectional_shift"] for c in curve if not c["interior"]))
+
+        def interior_lead(idx: np.ndarray) -> float:
+            shift = {lay: per_layer[lay]["bidir_pp"][idx].mean() for lay in per_layer}
+            return float(max(shift[i] for i in inner) - max(shift[o] for o in outer))
+
+        run.check("best_layer_interior", _boot(interior_lead, P, boot_rng))
         fig, ax = plt.subplots(figsize=(5, 3))
         ax.plot([c["layer"] for c in curve], [c["bidirectional_shift"] for c in curve], "o-")
-        ax.set_xlabel("layer")
+        ax.axvspan(-0.5, edge - 0.5, color="0.9")
+        ax.axvspan(L - edge - 0.5, L - 0.5, color="0.9")
+        ax.set_xlabel("layer (grey: first / last 10%)")
         ax.set_ylabel("bidirectional VADER shift")
         ax.set_title("MinSteer-1 by depth (matched perplexity)")
         run.figure(fig, "layer_sweep", caption="depth dependence of the steering effect")

@@ -366,7 +366,7 @@ def caa_direction(
         ids[i, : len(r)] = torch.tensor(r)
         reply[i, head_len[i] : len(r)] = 1.0
     with torch.no_grad(), record_residual(model, layers) as rec:
-        model(ids)
+        model.base_model(ids)  # the residual stream only: the LM head's logits are not needed
     out = {}
     for layer_ in layers:
         h = rec.hidden(layer_)
