@@ -223,18 +223,26 @@ def _camera_pairs(size: int = 16):
 @pytest.mark.slow
 def test_default_flowsr_comes_near_bicubic_on_the_cameraman():
     # a regression guard, not the property the project asks for: the defaults do NOT yet match bicubic on this
-    # held-out half of the cameraman (one sample per tile; the image-target velocity net of the experiment is
-    # about 20 dB below bicubic here, the residual + data-prediction default within a couple of dB)
+    # held-out half of the cameraman. Measured (2026-12-06): bicubic 28.51 dB, one sample 27.19 dB, the mean of
+    # 2 / 4 / 8 / 16 samples 27.79 / 28.13 / 28.31 / 28.39 dB. A sample of a posterior sampler scores below the
+    # posterior mean by construction (an exact sampler's squared error is twice the posterior variance), so the
+    # one-sample gap is expected; the mean of 16 samples stays just below bicubic, i.e. the learnt residual adds
+    # little over bicubic at the default budget. (The experiment's image-target velocity net is about 20 dB
+    # below bicubic here.)
     from neurips26.vision.smfsr import upsample_condition
 
     hr, lr, hr_test, lr_test = _camera_pairs()
-    out = FlowSR().fit(hr, lr).predict(lr_test)
+    model = FlowSR().fit(hr, lr)
+    out = model.predict(lr_test)
+    mean_16 = model.predict(lr_test, n_samples=16, seed=1).mean(0)
     bicubic = upsample_condition(torch.tensor(lr_test), 16).clamp(-1, 1).numpy()
 
     def psnr_db(a):
         return 10 * np.log10(4 / np.mean((a - hr_test) ** 2))
 
     assert psnr_db(out) >= psnr_db(bicubic) - 2.0
+    assert psnr_db(mean_16) >= psnr_db(bicubic) - 0.5
+    assert psnr_db(mean_16) > psnr_db(out)
 
 
 @pytest.mark.slow
